@@ -1,0 +1,124 @@
+/*
+ * libsoftmax — row-wise softmax and fused softmax+dropout, one stable C ABI.
+ *
+ * Plain C99; nothing from CUDA appears here (streams and device pointers are void*).
+ * Every function returns a softmax_status. On failure nothing is written to the outputs and
+ * softmax_last_error() says, for the calling thread, exactly what was wrong.
+ *
+ * Layout: x and y are row-major [rows, cols] matrices, densely packed (row stride == cols).
+ * Arithmetic is always fp32, whatever the storage dtype.
+ */
+#ifndef SOFTMAX_SOFTMAX_H
+#define SOFTMAX_SOFTMAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SOFTMAX_API
+#else
+#define SOFTMAX_API __attribute__((visibility("default")))
+#endif
+
+#define SOFTMAX_VERSION_MAJOR 0
+#define SOFTMAX_VERSION_MINOR 1
+#define SOFTMAX_VERSION_PATCH 0
+
+/* Status codes. Values are part of the ABI: new codes are only ever appended. */
+typedef enum softmax_status {
+  SOFTMAX_STATUS_SUCCESS = 0,
+  SOFTMAX_STATUS_NULL_POINTER = 1,         /* a required pointer was NULL */
+  SOFTMAX_STATUS_INVALID_SIZE = 2,         /* rows or cols <= 0 */
+  SOFTMAX_STATUS_SIZE_OVERFLOW = 3,        /* rows * cols * element size does not fit */
+  SOFTMAX_STATUS_INVALID_DTYPE = 4,        /* dtype is not a softmax_dtype value */
+  SOFTMAX_STATUS_INVALID_BACKEND = 5,      /* backend is not a softmax_backend value */
+  SOFTMAX_STATUS_INVALID_OPTIONS = 6,      /* bad struct_size, unknown flags, bad field */
+  SOFTMAX_STATUS_INVALID_PROBABILITY = 7,  /* dropout p is NaN or outside [0, 1] */
+  SOFTMAX_STATUS_OVERLAPPING_BUFFERS = 8,  /* x, y, mask partially overlap (x == y is allowed) */
+  SOFTMAX_STATUS_BACKEND_UNAVAILABLE = 9,  /* e.g. CUDA asked for but no driver or device */
+  SOFTMAX_STATUS_WRONG_MEMORY_SPACE = 10,  /* host pointer to CUDA, device pointer to CPU, mixed */
+  SOFTMAX_STATUS_CUDA_ERROR = 11,          /* a CUDA runtime call or kernel launch failed */
+  SOFTMAX_STATUS_OUT_OF_MEMORY = 12,       /* workspace could not be allocated */
+  SOFTMAX_STATUS_INTERNAL_ERROR = 13       /* a bug in libsoftmax: please report it */
+} softmax_status;
+
+/* Storage type of x and y. */
+typedef enum softmax_dtype {
+  SOFTMAX_DTYPE_F32 = 0,  /* IEEE binary32 */
+  SOFTMAX_DTYPE_F16 = 1,  /* IEEE binary16 */
+  SOFTMAX_DTYPE_BF16 = 2  /* bfloat16 (upper half of a binary32) */
+} softmax_dtype;
+
+typedef enum softmax_backend {
+  SOFTMAX_BACKEND_AUTO = 0,  /* CUDA when the pointers are device memory, else CPU */
+  SOFTMAX_BACKEND_CPU = 1,   /* OpenMP over rows and over chunks of long rows */
+  SOFTMAX_BACKEND_CUDA = 2   /* asynchronous on options->stream */
+} softmax_backend;
+
+/* Bits of softmax_options.flags. */
+#define SOFTMAX_FLAG_LOG 0x1u /* softmax_rows: y = x - max - log(sum exp(x - max)) */
+
+/*
+ * Options. struct_size must be set to sizeof(softmax_options) by the caller; the library
+ * accepts older (smaller) structs and newer (larger) ones whose unknown tail is all zero.
+ * Pass NULL for the defaults. Initialise with SOFTMAX_OPTIONS_INIT or
+ * softmax_default_options().
+ */
+typedef struct softmax_options {
+  size_t struct_size;      /* sizeof(softmax_options) */
+  softmax_backend backend; /* default SOFTMAX_BACKEND_AUTO */
+  uint32_t flags;          /* SOFTMAX_FLAG_* bits, default 0 */
+  void* stream;            /* cudaStream_t for the CUDA backend; NULL = legacy default stream */
+  int32_t num_threads;     /* CPU backend: threads to use, 0 = OpenMP's default */
+} softmax_options;
+
+#define SOFTMAX_OPTIONS_INIT {sizeof(softmax_options), SOFTMAX_BACKEND_AUTO, 0u, NULL, 0}
+
+/*
+ * y[r, :] = softmax(x[r, :]) for every row r (log-softmax with SOFTMAX_FLAG_LOG).
+ * x == y (in place) is allowed; any other overlap is an error.
+ * On the CUDA backend the call is asynchronous on options->stream.
+ */
+SOFTMAX_API softmax_status softmax_rows(const void* x, void* y, int64_t rows, int64_t cols,
+                                        softmax_dtype dtype, const softmax_options* options);
+
+/*
+ * Softmax fused with inverted dropout, in one pass over memory:
+ *   y = keep ? softmax(x) / (1 - p) : 0
+ * The keep decision for flat element i (= r * cols + c) is a pure function of (seed, offset, i):
+ *   curand_init(seed, i / 4, offset, &s); u = component (i % 4) of curand_uniform4(&s); keep = u > p
+ * (Philox4x32-10 as cuRAND's device API defines it), so every backend and every launch shape
+ * gives the same mask bit for bit. p must lie in [0, 1]; p = 0 equals softmax_rows, p = 1 gives
+ * zeros. keep_mask, if not NULL, receives rows*cols bytes: 1 where kept, 0 where dropped.
+ * SOFTMAX_FLAG_LOG is rejected here.
+ */
+SOFTMAX_API softmax_status softmax_dropout(const void* x, void* y, uint8_t* keep_mask, int64_t rows,
+                                           int64_t cols, softmax_dtype dtype, float p,
+                                           uint64_t seed, uint64_t offset,
+                                           const softmax_options* options);
+
+/* The defaults, with struct_size filled in. */
+SOFTMAX_API softmax_options softmax_default_options(void);
+
+/* 1 if the backend can run on this machine now, else 0 (AUTO is always available). */
+SOFTMAX_API int softmax_backend_available(softmax_backend backend);
+
+/* A static, human-readable name for a status ("SOFTMAX_STATUS_INVALID_SIZE"). */
+SOFTMAX_API const char* softmax_status_string(softmax_status status);
+
+/* The calling thread's message for its last failed call ("cols must be > 0, got -3");
+ * "" if the last call succeeded. Valid until this thread's next libsoftmax call. */
+SOFTMAX_API const char* softmax_last_error(void);
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded. */
+SOFTMAX_API const char* softmax_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SOFTMAX_SOFTMAX_H */

@@ -1,0 +1,138 @@
+// Test support: fresh random inputs, a float64 reference softmax, dtype conversions and error
+// metrics. Shared by every suite so that all backends are judged by the same yardstick.
+#pragma once
+
+#include <softmax/softmax.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backends/common/half_bits.h"
+#include "backends/common/philox.h"
+
+namespace softmax_test {
+
+using softmax_internal::bf16_to_float;
+using softmax_internal::f16_to_float;
+using softmax_internal::float_to_bf16;
+using softmax_internal::float_to_f16;
+
+inline size_t element_size(softmax_dtype t) { return t == SOFTMAX_DTYPE_F32 ? 4 : 2; }
+
+inline const char* dtype_name(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F32 ? "f32" : t == SOFTMAX_DTYPE_F16 ? "f16" : "bf16";
+}
+
+// A seed that differs from run to run (and is printed on failure by the caller), so tests see
+// fresh inputs every time instead of one lucky fixed vector.
+inline uint64_t fresh_seed() {
+  static std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// Storage for n elements of `dtype`, as raw bytes.
+struct Buffer {
+  softmax_dtype dtype;
+  std::vector<unsigned char> bytes;
+  Buffer(softmax_dtype t, size_t n) : dtype(t), bytes(n * element_size(t)) {}
+  size_t size() const { return bytes.size() / element_size(dtype); }
+  void* data() { return bytes.data(); }
+  const void* data() const { return bytes.data(); }
+
+  float get(size_t i) const {
+    if (dtype == SOFTMAX_DTYPE_F32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    return dtype == SOFTMAX_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
+  }
+  void set(size_t i, float v) {
+    if (dtype == SOFTMAX_DTYPE_F32) {
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+      return;
+    }
+    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? float_to_f16(v) : float_to_bf16(v);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  // Fill with a NaN bit pattern so that any element a kernel forgets to write fails the check.
+  void poison() {
+    if (dtype == SOFTMAX_DTYPE_F32) {
+      const uint32_t nan = 0x7fc0dead;
+      for (size_t i = 0; i < size(); ++i) std::memcpy(bytes.data() + 4 * i, &nan, 4);
+    } else {
+      const uint16_t nan = 0x7e5a;  // a NaN in both f16 and bf16
+      for (size_t i = 0; i < size(); ++i) std::memcpy(bytes.data() + 2 * i, &nan, 2);
+    }
+  }
+};
+
+// Uniform values in [-scale, scale], stored in `dtype` (so the reference sees the rounded values).
+inline Buffer random_input(softmax_dtype dtype, size_t n, uint64_t seed, float scale = 8.0f) {
+  Buffer b(dtype, n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (size_t i = 0; i < n; ++i) b.set(i, dist(rng));
+  return b;
+}
+
+// The textbook formula in float64 for one row of the stored input.
+inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_softmax,
+                          std::vector<double>* out) {
+  out->assign(cols, 0.0);
+  double m = -std::numeric_limits<double>::infinity();
+  bool has_nan = false;
+  for (size_t c = 0; c < cols; ++c) {
+    const double v = x.get(row * cols + c);
+    has_nan |= std::isnan(v);
+    m = std::max(m, v);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN anywhere, or a max of +-inf (all -inf, or any +inf), makes the whole row NaN, as
+  // exp(x - max) / sum does in float64 (inf - inf = NaN).
+  if (has_nan || std::isinf(m)) {
+    out->assign(cols, nan);
+    return;
+  }
+  double s = 0.0;
+  for (size_t c = 0; c < cols; ++c) s += std::exp(double(x.get(row * cols + c)) - m);
+  for (size_t c = 0; c < cols; ++c) {
+    const double d = double(x.get(row * cols + c)) - m;
+    (*out)[c] = log_softmax ? d - std::log(s) : std::exp(d) / s;
+  }
+}
+
+// Absolute tolerance for an output element of dtype `t` whose exact value is `ref`: fp32
+// arithmetic error plus the rounding of the stored result.
+inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols) {
+  const double storage = t == SOFTMAX_DTYPE_F32 ? 0x1p-24 : t == SOFTMAX_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
+  const double arith = 1e-6 * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
+  return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : 1e-30);
+}
+
+// Max relative-to-tolerance violation over a row: <= 1 passes. NaN expected must be NaN got.
+struct RowCheck {
+  bool ok = true;
+  size_t bad_col = 0;
+  double got = 0, want = 0;
+};
+
+inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::vector<double>& ref,
+                          bool log_softmax) {
+  RowCheck r;
+  for (size_t c = 0; c < cols; ++c) {
+    const double got = y.get(row * cols + c), want = ref[c];
+    const bool pass = std::isnan(want) ? std::isnan(got)
+                                       : std::fabs(got - want) <= tolerance(y.dtype, want, log_softmax, cols);
+    if (!pass) return RowCheck{false, c, got, want};
+  }
+  return r;
+}
+
+}  // namespace softmax_test
