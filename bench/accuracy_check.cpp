@@ -1,0 +1,115 @@
+// float64 reference for sampled rows, and the error metric each variant is judged by.
+#include "accuracy_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "backends/common/half_bits.h"
+#include "backends/common/philox.h"
+
+namespace bench {
+
+RowStats row_stats(const float* x, int64_t cols) {
+  double m = -std::numeric_limits<double>::infinity();
+#pragma omp parallel for reduction(max : m) if (cols > (1 << 20))
+  for (int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x[c]));
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) if (cols > (1 << 20))
+  for (int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(x[c]) - m);
+  return {m, s};
+}
+
+RowError row_error(const float* x, const RowStats& st, const float* y, const uint8_t* mask,
+                   int64_t cols, softmax_dtype dtype, Expect expect, const DropoutExpect& d,
+                   int64_t flat_base) {
+  const double tiny = dtype == SOFTMAX_DTYPE_F16 ? 6.2e-5 : 1e-30;
+  const double log_sum = std::log(st.sum);
+  const double scale = softmax_internal::dropout_scale(d.p);
+  const double inf = std::numeric_limits<double>::infinity();
+  RowError worst;
+#pragma omp parallel if (cols > (1 << 20))
+  {
+    RowError mine;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < cols; ++c) {
+      const double got = y[c];
+      const double z = static_cast<double>(x[c]) - st.max;
+      double err = 0;
+      const char* problem = nullptr;
+      if (expect == Expect::LogSoftmax) {
+        const double want = z - log_sum;
+        err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
+      } else {
+        double want = std::exp(z) / st.sum;
+        if (expect == Expect::Dropout) {
+          const bool keep =
+              softmax_internal::dropout_keep(d.seed, d.offset, static_cast<uint64_t>(flat_base + c), d.p);
+          if (mask && (mask[c] != (keep ? 1 : 0))) problem = "keep-mask byte differs from Philox";
+          if (!keep) {
+            want = 0;
+            if (got != 0) problem = "dropped element is not 0";
+          } else {
+            want *= scale;
+          }
+        }
+        err = std::fabs(got - want) / (std::fabs(want) + tiny);
+      }
+      if (std::isnan(got)) problem = "NaN in output (unwritten or bad arithmetic)";
+      if (problem) err = inf;
+      if (err > mine.max_err || (problem && mine.problem.empty())) {
+        mine.max_err = std::max(err, mine.max_err);
+        mine.worst_col = c;
+        if (problem) mine.problem = problem;
+      }
+    }
+#pragma omp critical
+    {
+      if (mine.max_err > worst.max_err || (!mine.problem.empty() && worst.problem.empty())) {
+        worst.max_err = std::max(worst.max_err, mine.max_err);
+        worst.worst_col = mine.worst_col;
+        if (!mine.problem.empty()) worst.problem = mine.problem;
+      }
+    }
+  }
+  return worst;
+}
+
+double tolerance_for(softmax_dtype dtype, bool float_sum) {
+  if (float_sum) return 0.1;
+  switch (dtype) {
+    case SOFTMAX_DTYPE_F32: return 1e-4;   // fp32 arithmetic on rows up to 2^28 elements
+    case SOFTMAX_DTYPE_F16: return 2e-3;   // storage rounding 2^-11 plus arithmetic
+    case SOFTMAX_DTYPE_BF16: return 1e-2;  // storage rounding 2^-8 plus arithmetic
+  }
+  return 0;
+}
+
+void widen(const void* src, softmax_dtype dtype, int64_t n, float* dst) {
+  if (dtype == SOFTMAX_DTYPE_F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  const uint16_t* h = static_cast<const uint16_t*>(src);
+#pragma omp parallel for if (n > (1 << 20))
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = dtype == SOFTMAX_DTYPE_F16 ? softmax_internal::f16_to_float(h[i])
+                                        : softmax_internal::bf16_to_float(h[i]);
+}
+
+std::vector<int64_t> sample_rows(int64_t rows, int64_t cols, int64_t max_elements, uint64_t seed) {
+  const int64_t budget = std::max<int64_t>(1, std::min<int64_t>(8, max_elements / cols));
+  std::vector<int64_t> picked = {0};
+  if (rows > 1 && budget > 1) picked.push_back(rows - 1);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> pick(0, rows - 1);
+  for (int tries = 0; static_cast<int64_t>(picked.size()) < std::min(budget, rows) && tries < 64; ++tries) {
+    const int64_t r = pick(rng);
+    if (std::find(picked.begin(), picked.end(), r) == picked.end()) picked.push_back(r);
+  }
+  return picked;
+}
+
+}  // namespace bench
