@@ -1,8 +1,25 @@
 """Test helpers: float64 reference, the C++ suites' tolerance (tests/common/reference.h), and a
 host bfloat16 array type (numpy has none) exposing __array_interface__ as torch does ("<V2")."""
 import math
+import os
+import unittest
 
 import numpy as np
+
+
+class FreshInputs(unittest.TestCase):
+    """Each test gets self.rng from a seed that differs from run to run, so every run sees fresh
+    inputs; the seed is in every failure message (longMessage), and SOFTMAX_TEST_SEED repeats it."""
+
+    def setUp(self):
+        env = os.environ.get("SOFTMAX_TEST_SEED")
+        self.seed = int(env) if env else int(np.random.SeedSequence().entropy) % 2**64
+        self.rng = np.random.default_rng(self.seed)
+
+    def _formatMessage(self, msg, standardMsg):
+        text = super()._formatMessage(msg, standardMsg)
+        return "%s [random inputs from seed %d: SOFTMAX_TEST_SEED=%d repeats them]" % (
+            text, self.seed, self.seed)
 
 
 def reference(x, log=False):
@@ -33,9 +50,10 @@ def assert_close(test, got, want, dtype_name, log=False):
     bad = ~(np.abs(got - want) <= tol)
     if bad.any():
         i = np.argwhere(bad)[0]
-        test.fail("%s: first bad element %s: got %r, want %r, tolerance %r (%d bad)"
-                  % (dtype_name, tuple(i), got[tuple(i)], want[tuple(i)], tol[tuple(i)],
-                     int(bad.sum())))
+        test.fail(test._formatMessage(None, "%s: first bad element %s: got %r, want %r, "
+                                      "tolerance %r (%d bad)"
+                                      % (dtype_name, tuple(i), got[tuple(i)], want[tuple(i)],
+                                         tol[tuple(i)], int(bad.sum()))))
 
 
 def f32_to_bf16_bits(x):

@@ -4,12 +4,10 @@ import unittest
 import numpy as np
 
 import softmax
-from support import assert_close, reference, tolerance
+from support import FreshInputs, assert_close, reference, tolerance
 
 
-class DropoutNumpy(unittest.TestCase):
-    def setUp(self):
-        self.rng = np.random.default_rng(0xD0)
+class DropoutNumpy(FreshInputs):
 
     def test_kept_elements_are_scaled_softmax_and_dropped_are_zero(self):
         x = self.rng.uniform(-8, 8, size=(37, 700)).astype(np.float32)

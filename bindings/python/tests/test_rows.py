@@ -4,14 +4,12 @@ import unittest
 import numpy as np
 
 import softmax
-from support import HostBf16Array, assert_close, f32_to_bf16_bits, reference
+from support import FreshInputs, HostBf16Array, assert_close, f32_to_bf16_bits, reference
 
 SHAPES = [(1, 1), (3, 7), (17, 1000), (2, 40000), (257, 33)]
 
 
-class RowsNumpy(unittest.TestCase):
-    def setUp(self):
-        self.rng = np.random.default_rng(0x5EED)
+class RowsNumpy(FreshInputs):
 
     def random(self, shape, dtype=np.float32):
         return self.rng.uniform(-8, 8, size=shape).astype(dtype)

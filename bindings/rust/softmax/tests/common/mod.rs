@@ -5,11 +5,29 @@
 
 use softmax::{Bf16, F16};
 
-/// splitmix64: a small, well-mixed generator; each test seeds its own.
+/// splitmix64: a small, well-mixed generator.
 pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// A generator with a seed that differs from run to run, so every run sees fresh inputs.
+    /// The seed is printed (libtest shows it when the test fails); SOFTMAX_TEST_SEED repeats it.
+    pub fn fresh() -> Rng {
+        let seed = match std::env::var("SOFTMAX_TEST_SEED") {
+            Ok(s) => s.parse::<u64>().expect("SOFTMAX_TEST_SEED must be a u64"),
+            Err(_) => {
+                let mut bytes = [0u8; 8];
+                use std::io::Read;
+                std::fs::File::open("/dev/urandom")
+                    .and_then(|mut f| f.read_exact(&mut bytes))
+                    .expect("reading /dev/urandom");
+                u64::from_le_bytes(bytes)
+            }
+        };
+        println!("random inputs from seed {} (SOFTMAX_TEST_SEED={} repeats them)", seed, seed);
         Rng(seed)
     }
     pub fn next_u64(&mut self) -> u64 {
