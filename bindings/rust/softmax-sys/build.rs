@@ -35,7 +35,10 @@ fn main() {
             dir.display()
         );
     }
-    println!("cargo:rerun-if-changed={}", dir.join("libsoftmax.so").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        dir.join("libsoftmax.so").display()
+    );
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=dylib=softmax");
     // rustc-link-arg reaches only this package's own tests and examples; dependents get the

@@ -13,7 +13,9 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let (rows, cols) = (3, 4);
-    let x = vec![1.0f32, 2.0, 3.0, 4.0, -1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 1000.0];
+    let x = vec![
+        1.0f32, 2.0, 3.0, 4.0, -1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 1000.0,
+    ];
     let mut y = vec![0.0f32; rows * cols];
 
     softmax::rows(&x, &mut y, rows, cols, &Options::default()).map_err(|e| e.to_string())?;
@@ -32,9 +34,21 @@ fn run() -> Result<(), String> {
     println!("log_softmax(x) row 0: {:?}", &logp[..cols]);
 
     let mut keep = vec![0u8; rows * cols];
-    let d = Dropout { p: 0.5, seed: 42, offset: 0 };
-    softmax::dropout(&x, &mut y, Some(&mut keep), rows, cols, d, &Options::default())
-        .map_err(|e| e.to_string())?;
+    let d = Dropout {
+        p: 0.5,
+        seed: 42,
+        offset: 0,
+    };
+    softmax::dropout(
+        &x,
+        &mut y,
+        Some(&mut keep),
+        rows,
+        cols,
+        d,
+        &Options::default(),
+    )
+    .map_err(|e| e.to_string())?;
     println!("dropout p=0.5 mask: {:?}", keep);
     if y.iter().zip(&keep).any(|(&v, &k)| k == 0 && v != 0.0) {
         return Err("a dropped element is not zero".to_string());

@@ -21,15 +21,36 @@ fn status_constants_match_the_library_names() {
         (SOFTMAX_STATUS_INVALID_SIZE, "SOFTMAX_STATUS_INVALID_SIZE"),
         (SOFTMAX_STATUS_SIZE_OVERFLOW, "SOFTMAX_STATUS_SIZE_OVERFLOW"),
         (SOFTMAX_STATUS_INVALID_DTYPE, "SOFTMAX_STATUS_INVALID_DTYPE"),
-        (SOFTMAX_STATUS_INVALID_BACKEND, "SOFTMAX_STATUS_INVALID_BACKEND"),
-        (SOFTMAX_STATUS_INVALID_OPTIONS, "SOFTMAX_STATUS_INVALID_OPTIONS"),
-        (SOFTMAX_STATUS_INVALID_PROBABILITY, "SOFTMAX_STATUS_INVALID_PROBABILITY"),
-        (SOFTMAX_STATUS_OVERLAPPING_BUFFERS, "SOFTMAX_STATUS_OVERLAPPING_BUFFERS"),
-        (SOFTMAX_STATUS_BACKEND_UNAVAILABLE, "SOFTMAX_STATUS_BACKEND_UNAVAILABLE"),
-        (SOFTMAX_STATUS_WRONG_MEMORY_SPACE, "SOFTMAX_STATUS_WRONG_MEMORY_SPACE"),
+        (
+            SOFTMAX_STATUS_INVALID_BACKEND,
+            "SOFTMAX_STATUS_INVALID_BACKEND",
+        ),
+        (
+            SOFTMAX_STATUS_INVALID_OPTIONS,
+            "SOFTMAX_STATUS_INVALID_OPTIONS",
+        ),
+        (
+            SOFTMAX_STATUS_INVALID_PROBABILITY,
+            "SOFTMAX_STATUS_INVALID_PROBABILITY",
+        ),
+        (
+            SOFTMAX_STATUS_OVERLAPPING_BUFFERS,
+            "SOFTMAX_STATUS_OVERLAPPING_BUFFERS",
+        ),
+        (
+            SOFTMAX_STATUS_BACKEND_UNAVAILABLE,
+            "SOFTMAX_STATUS_BACKEND_UNAVAILABLE",
+        ),
+        (
+            SOFTMAX_STATUS_WRONG_MEMORY_SPACE,
+            "SOFTMAX_STATUS_WRONG_MEMORY_SPACE",
+        ),
         (SOFTMAX_STATUS_CUDA_ERROR, "SOFTMAX_STATUS_CUDA_ERROR"),
         (SOFTMAX_STATUS_OUT_OF_MEMORY, "SOFTMAX_STATUS_OUT_OF_MEMORY"),
-        (SOFTMAX_STATUS_INTERNAL_ERROR, "SOFTMAX_STATUS_INTERNAL_ERROR"),
+        (
+            SOFTMAX_STATUS_INTERNAL_ERROR,
+            "SOFTMAX_STATUS_INTERNAL_ERROR",
+        ),
     ];
     for (code, name) in table.iter() {
         assert_eq!(cstr(unsafe { softmax_status_string(*code) }), *name);
@@ -39,7 +60,11 @@ fn status_constants_match_the_library_names() {
 #[test]
 fn default_options_fill_in_this_struct_size() {
     let o = unsafe { softmax_default_options() };
-    assert_eq!(o.struct_size, size_of::<softmax_options>(), "library and Rust disagree on sizeof");
+    assert_eq!(
+        o.struct_size,
+        size_of::<softmax_options>(),
+        "library and Rust disagree on sizeof"
+    );
     assert_eq!(o.backend, SOFTMAX_BACKEND_AUTO);
     assert_eq!(o.flags, 0);
     assert!(o.stream.is_null());
@@ -48,7 +73,10 @@ fn default_options_fill_in_this_struct_size() {
 
 #[test]
 fn version_matches_the_declared_constants() {
-    let want = format!("{}.{}.{}", SOFTMAX_VERSION_MAJOR, SOFTMAX_VERSION_MINOR, SOFTMAX_VERSION_PATCH);
+    let want = format!(
+        "{}.{}.{}",
+        SOFTMAX_VERSION_MAJOR, SOFTMAX_VERSION_MINOR, SOFTMAX_VERSION_PATCH
+    );
     assert_eq!(cstr(unsafe { softmax_version() }), want);
 }
 
@@ -62,27 +90,48 @@ fn dtype_backend_and_flag_constants_are_accepted_and_their_successors_rejected()
     let yp = y.as_mut_ptr() as *mut c_void;
     unsafe {
         for &d in &[SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16] {
-            assert_eq!(softmax_rows(xp, yp, 1, 2, d, ptr::null()), SOFTMAX_STATUS_SUCCESS);
+            assert_eq!(
+                softmax_rows(xp, yp, 1, 2, d, ptr::null()),
+                SOFTMAX_STATUS_SUCCESS
+            );
         }
-        assert_eq!(softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_BF16 + 1, ptr::null()), SOFTMAX_STATUS_INVALID_DTYPE);
+        assert_eq!(
+            softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_BF16 + 1, ptr::null()),
+            SOFTMAX_STATUS_INVALID_DTYPE
+        );
         assert!(cstr(softmax_last_error()).contains("dtype is 3"));
         // A success clears the thread's message.
-        assert_eq!(softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_F32, ptr::null()), SOFTMAX_STATUS_SUCCESS);
+        assert_eq!(
+            softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_F32, ptr::null()),
+            SOFTMAX_STATUS_SUCCESS
+        );
         assert_eq!(cstr(softmax_last_error()), "");
 
         let mut o = softmax_default_options();
         o.backend = SOFTMAX_BACKEND_CPU;
         o.flags = SOFTMAX_FLAG_LOG;
-        assert_eq!(softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_SUCCESS);
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_SUCCESS
+        );
         assert!(y.iter().all(|&v| v < 0.0), "log flag ignored: {:?}", y);
         o.flags = SOFTMAX_FLAG_LOG << 1;
-        assert_eq!(softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_INVALID_OPTIONS);
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_INVALID_OPTIONS
+        );
         o.flags = 0;
         o.backend = SOFTMAX_BACKEND_CUDA + 1;
-        assert_eq!(softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_INVALID_BACKEND);
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_INVALID_BACKEND
+        );
         o.backend = SOFTMAX_BACKEND_AUTO;
         o.struct_size = 4;
-        assert_eq!(softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_INVALID_OPTIONS);
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_INVALID_OPTIONS
+        );
         assert!(cstr(softmax_last_error()).contains("struct_size is 4"));
         assert_eq!(softmax_backend_available(SOFTMAX_BACKEND_AUTO), 1);
         assert_eq!(softmax_backend_available(SOFTMAX_BACKEND_CPU), 1);
@@ -117,17 +166,41 @@ fn options_layout_matches_the_c_compiler() {
     // SAFETY: addr_of! takes field addresses without reading the uninitialised struct.
     let off = unsafe {
         [
-            ("struct_size", ptr::addr_of!((*o.as_ptr()).struct_size) as usize - base),
-            ("backend", ptr::addr_of!((*o.as_ptr()).backend) as usize - base),
+            (
+                "struct_size",
+                ptr::addr_of!((*o.as_ptr()).struct_size) as usize - base,
+            ),
+            (
+                "backend",
+                ptr::addr_of!((*o.as_ptr()).backend) as usize - base,
+            ),
             ("flags", ptr::addr_of!((*o.as_ptr()).flags) as usize - base),
-            ("stream", ptr::addr_of!((*o.as_ptr()).stream) as usize - base),
-            ("num_threads", ptr::addr_of!((*o.as_ptr()).num_threads) as usize - base),
+            (
+                "stream",
+                ptr::addr_of!((*o.as_ptr()).stream) as usize - base,
+            ),
+            (
+                "num_threads",
+                ptr::addr_of!((*o.as_ptr()).num_threads) as usize - base,
+            ),
         ]
     };
-    assert_eq!(size_of::<softmax_options>(), c("sizeof"), "sizeof(softmax_options)");
-    assert_eq!(align_of::<softmax_options>(), c("alignof"), "alignof(softmax_options)");
+    assert_eq!(
+        size_of::<softmax_options>(),
+        c("sizeof"),
+        "sizeof(softmax_options)"
+    );
+    assert_eq!(
+        align_of::<softmax_options>(),
+        c("alignof"),
+        "alignof(softmax_options)"
+    );
     for (field, rust) in off.iter() {
         assert_eq!(*rust, c(field), "offsetof(softmax_options, {})", field);
     }
-    assert_eq!(size_of::<softmax_status>(), c("sizeof_enum"), "sizeof(softmax_status)");
+    assert_eq!(
+        size_of::<softmax_status>(),
+        c("sizeof_enum"),
+        "sizeof(softmax_status)"
+    );
 }

@@ -38,7 +38,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { backend: Backend::Auto, log: false, num_threads: 0 }
+        Options {
+            backend: Backend::Auto,
+            log: false,
+            num_threads: 0,
+        }
     }
 }
 

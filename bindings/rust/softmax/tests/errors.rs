@@ -26,8 +26,13 @@ fn slice_lengths_must_equal_rows_times_cols() {
     assert_eq!(e.status(), Status::InvalidSize);
     assert!(e.message().starts_with("y has 7 elements"), "{}", e);
     let mut mask = vec![0u8; 5];
-    let d = Dropout { p: 0.5, seed: 1, offset: 0 };
-    let e = softmax::dropout(&x, &mut y, Some(&mut mask), 2, 3, d, &Options::default()).unwrap_err();
+    let d = Dropout {
+        p: 0.5,
+        seed: 1,
+        offset: 0,
+    };
+    let e =
+        softmax::dropout(&x, &mut y, Some(&mut mask), 2, 3, d, &Options::default()).unwrap_err();
     assert_eq!(e.status(), Status::InvalidSize);
     assert!(e.message().starts_with("keep_mask has 5 elements"), "{}", e);
     let e = softmax::rows(&x, &mut y, usize::MAX, 2, &Options::default()).unwrap_err();
@@ -44,7 +49,10 @@ fn zero_rows_or_cols_are_reported_by_the_library() {
     assert_eq!(e.message(), "rows must be > 0, got 0");
     let e = softmax::rows(&x, &mut y, 4, 0, &Options::default()).unwrap_err();
     assert_eq!(e.message(), "cols must be > 0, got 0");
-    assert_eq!(e.to_string(), "SOFTMAX_STATUS_INVALID_SIZE: cols must be > 0, got 0");
+    assert_eq!(
+        e.to_string(),
+        "SOFTMAX_STATUS_INVALID_SIZE: cols must be > 0, got 0"
+    );
 }
 
 #[test]
@@ -53,17 +61,37 @@ fn bad_dropout_probability() {
     for &p in &[1.5f32, -0.1, f32::NAN, f32::INFINITY] {
         let mut y = poisoned(8);
         let mut mask = vec![0xAAu8; 8];
-        let d = Dropout { p, seed: 1, offset: 0 };
+        let d = Dropout {
+            p,
+            seed: 1,
+            offset: 0,
+        };
         let e = softmax::dropout(&x, &mut y, Some(&mut mask), 2, 4, d, &Options::default())
             .unwrap_err();
         assert_eq!(e.status(), Status::InvalidProbability, "p = {}: {}", p, e);
-        assert!(e.message().contains("dropout p must lie in [0, 1]"), "{}", e);
+        assert!(
+            e.message().contains("dropout p must lie in [0, 1]"),
+            "{}",
+            e
+        );
         assert!(untouched(&y), "p = {} wrote y", p);
         assert!(mask.iter().all(|&m| m == 0xAA), "p = {} wrote the mask", p);
     }
     let mut y = poisoned(8);
-    let e = softmax::dropout(&x, &mut y, None, 2, 4, Dropout { p: 1.5, seed: 0, offset: 0 }, &Options::default())
-        .unwrap_err();
+    let e = softmax::dropout(
+        &x,
+        &mut y,
+        None,
+        2,
+        4,
+        Dropout {
+            p: 1.5,
+            seed: 0,
+            offset: 0,
+        },
+        &Options::default(),
+    )
+    .unwrap_err();
     assert!(e.message().contains("got 1.5"), "{}", e);
 }
 
@@ -74,7 +102,11 @@ fn bad_options_are_reported_by_the_library() {
     let e = softmax::rows(&x, &mut y, 2, 4, &Options::default().num_threads(-1)).unwrap_err();
     assert_eq!(e.status(), Status::InvalidOptions);
     assert!(e.message().contains("num_threads must be >= 0"), "{}", e);
-    let d = Dropout { p: 0.5, seed: 0, offset: 0 };
+    let d = Dropout {
+        p: 0.5,
+        seed: 0,
+        offset: 0,
+    };
     let e = softmax::dropout(&x, &mut y, None, 2, 4, d, &Options::default().log(true)).unwrap_err();
     assert_eq!(e.status(), Status::InvalidOptions);
     assert!(e.message().contains("SOFTMAX_FLAG_LOG"), "{}", e);
@@ -85,7 +117,8 @@ fn bad_options_are_reported_by_the_library() {
 fn cuda_backend_is_refused_for_borrowed_slices() {
     let x = vec![1.0f32; 8];
     let mut y = poisoned(8);
-    let e = softmax::rows(&x, &mut y, 2, 4, &Options::default().backend(Backend::Cuda)).unwrap_err();
+    let e =
+        softmax::rows(&x, &mut y, 2, 4, &Options::default().backend(Backend::Cuda)).unwrap_err();
     assert_eq!(e.status(), Status::InvalidBackend);
     assert!(e.message().contains("rows_raw"), "{}", e);
     assert!(untouched(&y));
@@ -93,35 +126,79 @@ fn cuda_backend_is_refused_for_borrowed_slices() {
 
 #[test]
 fn raw_pointer_errors() {
-    let x = vec![1.0f32; 8];
+    let x = [1.0f32; 8];
     let mut y = poisoned(8);
     let o = Options::default();
     let xp = x.as_ptr() as *const c_void;
     let yp = y.as_mut_ptr() as *mut c_void;
     unsafe {
-        let e = softmax::rows_raw(ptr::null(), yp, 2, 4, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
-        assert_eq!((e.status(), e.message()), (Status::NullPointer, "x is NULL"));
-        let e = softmax::rows_raw(xp, ptr::null_mut(), 2, 4, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
-        assert_eq!((e.status(), e.message()), (Status::NullPointer, "y is NULL"));
+        let e =
+            softmax::rows_raw(ptr::null(), yp, 2, 4, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
+        assert_eq!(
+            (e.status(), e.message()),
+            (Status::NullPointer, "x is NULL")
+        );
+        let e = softmax::rows_raw(xp, ptr::null_mut(), 2, 4, Dtype::F32, &o, ptr::null_mut())
+            .unwrap_err();
+        assert_eq!(
+            (e.status(), e.message()),
+            (Status::NullPointer, "y is NULL")
+        );
         let e = softmax::rows_raw(xp, yp, 2, -3, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
-        assert_eq!((e.status(), e.message()), (Status::InvalidSize, "cols must be > 0, got -3"));
-        let e = softmax::rows_raw(xp, yp, i64::MAX, i64::MAX, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
+        assert_eq!(
+            (e.status(), e.message()),
+            (Status::InvalidSize, "cols must be > 0, got -3")
+        );
+        let e = softmax::rows_raw(xp, yp, i64::MAX, i64::MAX, Dtype::F32, &o, ptr::null_mut())
+            .unwrap_err();
         assert_eq!(e.status(), Status::SizeOverflow, "{}", e);
         // y one element after x: a partial overlap, which only x == y is allowed to be.
-        let shifted = (y.as_mut_ptr() as *mut f32).add(1) as *mut c_void;
-        let e = softmax::rows_raw(yp as *const c_void, shifted, 1, 4, Dtype::F32, &o, ptr::null_mut())
-            .unwrap_err();
+        let shifted = y.as_mut_ptr().add(1) as *mut c_void;
+        let e = softmax::rows_raw(
+            yp as *const c_void,
+            shifted,
+            1,
+            4,
+            Dtype::F32,
+            &o,
+            ptr::null_mut(),
+        )
+        .unwrap_err();
         assert_eq!(e.status(), Status::OverlappingBuffers, "{}", e);
         let mut mask = vec![0u8; 8];
-        let d = Dropout { p: 0.5, seed: 0, offset: 0 };
-        let e = softmax::dropout_raw(xp, yp, (yp as *mut u8).add(4), 2, 4, Dtype::F32, d, &o, ptr::null_mut())
-            .unwrap_err();
+        let d = Dropout {
+            p: 0.5,
+            seed: 0,
+            offset: 0,
+        };
+        let e = softmax::dropout_raw(
+            xp,
+            yp,
+            (yp as *mut u8).add(4),
+            2,
+            4,
+            Dtype::F32,
+            d,
+            &o,
+            ptr::null_mut(),
+        )
+        .unwrap_err();
         assert_eq!(e.status(), Status::OverlappingBuffers, "{}", e);
         assert!(e.message().contains("keep_mask"), "{}", e);
         // Host memory on the CUDA backend: unavailable without CUDA, wrong memory space with it.
         let cuda = o.backend(Backend::Cuda);
-        let e = softmax::dropout_raw(xp, yp, mask.as_mut_ptr(), 2, 4, Dtype::F32, d, &cuda, ptr::null_mut())
-            .unwrap_err();
+        let e = softmax::dropout_raw(
+            xp,
+            yp,
+            mask.as_mut_ptr(),
+            2,
+            4,
+            Dtype::F32,
+            d,
+            &cuda,
+            ptr::null_mut(),
+        )
+        .unwrap_err();
         let expected = if softmax::backend_available(Backend::Cuda) {
             Status::WrongMemorySpace
         } else {
@@ -135,7 +212,10 @@ fn raw_pointer_errors() {
 
 #[test]
 fn status_names_come_from_the_library() {
-    assert_eq!(Status::InvalidProbability.name(), "SOFTMAX_STATUS_INVALID_PROBABILITY");
+    assert_eq!(
+        Status::InvalidProbability.name(),
+        "SOFTMAX_STATUS_INVALID_PROBABILITY"
+    );
     assert_eq!(Status::from_raw(0), None);
     assert_eq!(Status::from_raw(7), Some(Status::InvalidProbability));
     assert_eq!(Status::from_raw(999), Some(Status::Unknown(999)));

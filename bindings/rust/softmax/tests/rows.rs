@@ -17,7 +17,12 @@ fn f32_matches_reference() {
             let x = rng.vec(rows * cols, -8.0, 8.0);
             let mut y = vec![f32::NAN; rows * cols];
             softmax::rows(&x, &mut y, rows, cols, &Options::default().log(log)).unwrap();
-            let want = reference(&x.iter().map(|&v| v as f64).collect::<Vec<_>>(), rows, cols, log);
+            let want = reference(
+                &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                rows,
+                cols,
+                log,
+            );
             let got: Vec<f64> = y.iter().map(|&v| v as f64).collect();
             assert_close(Kind::F32, &got, &want, cols, log);
         }
@@ -33,7 +38,12 @@ fn f32_in_place_matches_out_of_place() {
     softmax::rows(&x, &mut y, rows, cols, &Options::default()).unwrap();
     let mut xy = x.clone();
     softmax::rows_in_place(&mut xy, rows, cols, &Options::default()).unwrap();
-    let want = reference(&x.iter().map(|&v| v as f64).collect::<Vec<_>>(), rows, cols, false);
+    let want = reference(
+        &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        rows,
+        cols,
+        false,
+    );
     let got: Vec<f64> = xy.iter().map(|&v| v as f64).collect();
     assert_close(Kind::F32, &got, &want, cols, false);
 }
@@ -43,7 +53,11 @@ fn f16_matches_reference() {
     let mut rng = Rng::fresh();
     for &log in &[false, true] {
         for &(rows, cols) in SHAPES {
-            let x: Vec<F16> = rng.vec(rows * cols, -8.0, 8.0).into_iter().map(common::f32_to_f16).collect();
+            let x: Vec<F16> = rng
+                .vec(rows * cols, -8.0, 8.0)
+                .into_iter()
+                .map(common::f32_to_f16)
+                .collect();
             let mut y = vec![F16(0x7e00); rows * cols]; // NaN poison
             softmax::rows(&x, &mut y, rows, cols, &Options::default().log(log)).unwrap();
             let xs: Vec<f64> = x.iter().map(|&v| common::f16_to_f32(v) as f64).collect();
@@ -59,7 +73,11 @@ fn bf16_matches_reference() {
     let mut rng = Rng::fresh();
     for &log in &[false, true] {
         for &(rows, cols) in SHAPES {
-            let x: Vec<Bf16> = rng.vec(rows * cols, -8.0, 8.0).into_iter().map(common::f32_to_bf16).collect();
+            let x: Vec<Bf16> = rng
+                .vec(rows * cols, -8.0, 8.0)
+                .into_iter()
+                .map(common::f32_to_bf16)
+                .collect();
             let mut y = vec![Bf16(0x7fc0); rows * cols]; // NaN poison
             softmax::rows(&x, &mut y, rows, cols, &Options::default().log(log)).unwrap();
             let xs: Vec<f64> = x.iter().map(|&v| common::bf16_to_f32(v) as f64).collect();
@@ -95,7 +113,12 @@ fn every_thread_count_matches_reference() {
     let mut y2 = vec![f32::NAN; rows * cols];
     softmax::rows(&x, &mut y1, rows, cols, &Options::default().num_threads(1)).unwrap();
     softmax::rows(&x, &mut y2, rows, cols, &Options::default().num_threads(2)).unwrap();
-    let want = reference(&x.iter().map(|&v| v as f64).collect::<Vec<_>>(), rows, cols, false);
+    let want = reference(
+        &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        rows,
+        cols,
+        false,
+    );
     for y in [&y1, &y2] {
         let got: Vec<f64> = y.iter().map(|&v| v as f64).collect();
         assert_close(Kind::F32, &got, &want, cols, false);
@@ -104,7 +127,11 @@ fn every_thread_count_matches_reference() {
 
 #[test]
 fn version_and_backends() {
-    assert!(softmax::version().starts_with("0."), "version {}", softmax::version());
+    assert!(
+        softmax::version().starts_with("0."),
+        "version {}",
+        softmax::version()
+    );
     assert!(softmax::backend_available(softmax::Backend::Auto));
     assert!(softmax::backend_available(softmax::Backend::Cpu));
 }

@@ -27,7 +27,10 @@ impl Rng {
                 u64::from_le_bytes(bytes)
             }
         };
-        println!("random inputs from seed {} (SOFTMAX_TEST_SEED={} repeats them)", seed, seed);
+        println!(
+            "random inputs from seed {} (SOFTMAX_TEST_SEED={} repeats them)",
+            seed, seed
+        );
         Rng(seed)
     }
     pub fn next_u64(&mut self) -> u64 {
@@ -55,7 +58,11 @@ pub fn reference(x: &[f64], rows: usize, cols: usize, log: bool) -> Vec<f64> {
         let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
         for c in 0..cols {
-            y[r * cols + c] = if log { row[c] - m - s.ln() } else { (row[c] - m).exp() / s };
+            y[r * cols + c] = if log {
+                row[c] - m - s.ln()
+            } else {
+                (row[c] - m).exp() / s
+            };
         }
     }
     y
@@ -79,7 +86,13 @@ pub fn tolerance(kind: Kind, want: f64, log: bool, cols: usize) -> f64 {
         Kind::Bf16 => (2f64.powi(-8), 0.0),
     };
     let arith = 1e-6 * (1.0 + ((cols as f64) + 1.0).log2() / 8.0);
-    want.abs() * (storage + arith) + floor + if log { arith * (1.0 + want.abs()) } else { 1e-30 }
+    want.abs() * (storage + arith)
+        + floor
+        + if log {
+            arith * (1.0 + want.abs())
+        } else {
+            1e-30
+        }
 }
 
 pub fn assert_close(kind: Kind, got: &[f64], want: &[f64], cols: usize, log: bool) {
