@@ -1,0 +1,133 @@
+// How the CPU drivers share a call out over OpenMP threads, for rows longer than one chunk (and
+// for dropout at any length). Two schedules, chosen only for speed — both run the same chunk
+// kernels and merge partials in the same order, so the bits of a row do not depend on the
+// schedule, the thread count, or how many rows are in the call (vector_kernels.h):
+//   - rows over threads: each thread takes whole rows (contiguous blocks of them) and runs phase
+//     1, the merge and phase 2 for a row while its chunks are still in cache;
+//   - chunks over threads, for few rows (fewer than 4 per thread, e.g. one 64M-element row): all
+//     threads compute phase 1 for every (row, chunk), then the per-row merges, then phase 2.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/chunk_merge.h"
+#include "backends/cpu/thread_scratch.h"
+#include "backends/cpu/vector_kernels.h"
+
+namespace softmax_internal {
+namespace cpu {
+
+// The matrices of a call as bytes, with chunk addressing.
+struct RowsView {
+  const unsigned char* x;
+  unsigned char* y;
+  int64_t rows;
+  int64_t cols;
+  softmax_dtype dtype;
+  size_t esize;
+
+  explicit RowsView(const RowsProblem& p)
+      : x(static_cast<const unsigned char*>(p.x)),
+        y(static_cast<unsigned char*>(p.y)),
+        rows(p.rows),
+        cols(p.cols),
+        dtype(p.dtype),
+        esize(p.dtype == SOFTMAX_DTYPE_F32 ? 4 : 2) {}
+
+  int64_t chunks_per_row() const { return (cols + kChunkElems - 1) / kChunkElems; }
+  int64_t chunk_len(int64_t chunk) const { return std::min(kChunkElems, cols - chunk * kChunkElems); }
+  size_t flat(int64_t row, int64_t chunk) const { return size_t(row) * size_t(cols) + size_t(chunk * kChunkElems); }
+  const void* x_at(int64_t row, int64_t chunk) const { return x + flat(row, chunk) * esize; }
+  void* y_at(int64_t row, int64_t chunk) const { return y + flat(row, chunk) * esize; }
+  size_t total() const { return size_t(rows) * size_t(cols); }
+};
+
+// Threads for a call: the caller's choice (0 = OpenMP's default), but one thread for calls too
+// small to repay waking the pool. The count never changes results, only speed.
+inline int threads_for(const ExecContext& ctx, size_t elements) {
+  int t = ctx.num_threads > 0 ? ctx.num_threads : omp_get_max_threads();
+  if (elements < 32768) t = 1;
+  return std::max(t, 1);
+}
+
+// Non-temporal stores pay off once the output is much bigger than the caches that would keep it.
+inline bool stream_output(const RowsView& v) { return v.total() * v.esize >= (size_t{8} << 20); }
+
+// Runs both phases over every chunk of every row. `finish(row, chunk, partial, normaliser,
+// stored_exp)` does phase 2 of one chunk; stored_exp points at that chunk's e_i when
+// `store_exp_up_to_cols` >= cols and the rows-over-threads schedule is used, else is null.
+// Returns false if a thread could not get its scratch memory.
+template <class Finish>
+bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols, Finish&& finish) {
+  const VectorKernels& k = vector_kernels();
+  const int64_t chunks = v.chunks_per_row();
+  std::atomic<bool> failed{false};
+
+  if (threads == 1 || v.rows >= 4 * int64_t(threads)) {
+    const bool store = v.cols <= store_exp_up_to_cols;
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < v.rows; ++r) {
+        if (failed.load(std::memory_order_relaxed)) continue;
+        try {
+          auto* parts = static_cast<ChunkPartial*>(
+              thread_scratch(ScratchSlot::Partials, size_t(chunks) * sizeof(ChunkPartial)));
+          float* e = store ? thread_scratch_floats(ScratchSlot::Exp, size_t(v.cols)) : nullptr;
+          for (int64_t c = 0; c < chunks; ++c)
+            parts[c] = k.chunk_partial(v.x_at(r, c), v.dtype, v.chunk_len(c),
+                                       e ? e + c * kChunkElems : nullptr);
+          const RowNormaliser norm = merge_chunk_partials(parts, chunks);
+          for (int64_t c = 0; c < chunks; ++c)
+            finish(r, c, parts[c], norm, e ? e + c * kChunkElems : nullptr);
+        } catch (...) {
+          failed.store(true);
+        }
+      }
+      k.stream_fence();
+    }
+    return !failed.load();
+  }
+
+  const int64_t items = v.rows * chunks;
+  std::vector<ChunkPartial> parts{};
+  parts.resize(size_t(items));
+  std::vector<RowNormaliser> norms{};
+  norms.resize(size_t(v.rows));
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < items; ++i) {
+      try {
+        parts[size_t(i)] = k.chunk_partial(v.x_at(i / chunks, i % chunks), v.dtype,
+                                           v.chunk_len(i % chunks), nullptr);
+      } catch (...) {
+        failed.store(true);
+      }
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < v.rows; ++r) norms[size_t(r)] = merge_chunk_partials(&parts[size_t(r * chunks)], chunks);
+    // Same static split as phase 1, so a thread's phase-2 chunks are the ones it just read.
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < items; ++i) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        finish(i / chunks, i % chunks, parts[size_t(i)], norms[size_t(i / chunks)], nullptr);
+      } catch (...) {
+        failed.store(true);
+      }
+    }
+    k.stream_fence();
+  }
+  return !failed.load();
+}
+
+}  // namespace cpu
+}  // namespace softmax_internal

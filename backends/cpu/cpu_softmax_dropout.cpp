@@ -1,0 +1,68 @@
+// softmax_dropout on the CPU: y = keep ? softmax(x) * 1/(1-p) : 0 with the keep decision of
+// flat element i from Philox (philox.h), written to the optional mask as 1/0 bytes.
+//   p == 0: no random numbers at all; exactly softmax_rows (same kernels, same bits), mask all 1.
+//   p == 1: nothing is kept (u <= 1 < ... never > 1), so y and the mask are zeros; the softmax
+//           itself is skipped.
+// Otherwise every chunk runs phase 1 like softmax_rows, and phase 2 draws the chunk's keep bytes
+// (into the caller's mask when there is one) and applies them with the scale folded into f_c.
+#include <cstring>
+
+#include "backends/common/philox.h"
+#include "backends/cpu/chunked_rows.h"
+#include "backends/cpu/cpu_drivers.h"
+#include "backends/cpu/dropout_keep_bytes.h"
+
+namespace softmax_internal {
+namespace cpu {
+
+namespace {
+
+// memset of n bytes shared over threads (large masks and outputs).
+void parallel_fill(unsigned char* p, int value, size_t n, int threads) {
+  constexpr size_t kBlock = size_t{1} << 20;
+  const int64_t blocks = int64_t((n + kBlock - 1) / kBlock);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t begin = size_t(b) * kBlock;
+    std::memset(p + begin, value, std::min(kBlock, n - begin));
+  }
+}
+
+}  // namespace
+
+Outcome softmax_dropout(const RowsProblem& problem, const DropoutParams& d, const ExecContext& ctx) {
+  const RowsView v(problem);
+  const int threads = threads_for(ctx, v.total());
+
+  if (d.p == 0.0f) {
+    RowsProblem plain = problem;
+    plain.log_softmax = false;
+    Outcome o = softmax_rows(plain, ctx);
+    if (o.good() && d.keep_mask != nullptr) parallel_fill(d.keep_mask, 1, v.total(), threads);
+    return o;
+  }
+  if (d.p >= 1.0f) {
+    parallel_fill(v.y, 0, v.total() * v.esize, threads);
+    if (d.keep_mask != nullptr) parallel_fill(d.keep_mask, 0, v.total(), threads);
+    return Outcome::ok();
+  }
+
+  const VectorKernels& k = vector_kernels();
+  const double scale = double(dropout_scale(d.p));
+  const bool ok = run_two_phase(
+      v, threads, 0,
+      [&](int64_t r, int64_t c, const ChunkPartial& part, const RowNormaliser& norm, const float*) {
+        const int64_t n = v.chunk_len(c);
+        const size_t first = v.flat(r, c);
+        uint8_t* keep = d.keep_mask != nullptr
+                            ? d.keep_mask + first
+                            : static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(n)));
+        dropout_keep_bytes(d.seed, d.offset, d.p, first, n, keep);
+        k.finish_dropout(v.x_at(r, c), v.y_at(r, c), v.dtype, n, chunk_finish(part, norm, scale), keep);
+      });
+  if (!ok) return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory");
+  return Outcome::ok();
+}
+
+}  // namespace cpu
+}  // namespace softmax_internal

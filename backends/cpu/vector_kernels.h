@@ -1,0 +1,81 @@
+// The table of vector kernels the CPU drivers call, and the arithmetic every implementation of it
+// must share so that a row's result never depends on how the work was shared out.
+//
+// A row is cut into chunks of kChunkElems elements at fixed offsets (0, K, 2K, ...), whatever the
+// number of threads or rows. For each chunk c the kernels compute
+//   m_c = max(x_c),  e_i = exp(x_i - m_c) in fp32,  s_c = fp32 sum of e_i (fixed accumulator tree)
+// and the drivers merge the partials in double, in chunk order (chunk_merge.h):
+//   M = max m_c,  S = sum_c s_c * exp(m_c - M),  f_c = float(exp(m_c - M) / S),  y_i = e_i * f_c.
+// Because e_i is a pure function of (x_i, m_c), storing it in phase 1 and recomputing it in phase 2
+// give the same bits, so a driver may pick either for speed without changing any result.
+// A row with cols <= kChunkElems is a single chunk: f = float(1 / double(s)).
+#pragma once
+
+#include <softmax/softmax.h>
+
+#include <cstdint>
+
+namespace softmax_internal {
+namespace cpu {
+
+// 8192 fp32 = 32 KiB: a chunk fits in L1 (48 KiB here), so the second touch of it in phase 1
+// (the exp pass after the max pass) hits L1; and 64 partials per 8K elements keep the fp32
+// chunk sum accurate (each accumulator lane adds at most 128 values).
+constexpr int64_t kChunkElems = 8192;
+
+// Phase-1 result for one chunk.
+struct ChunkPartial {
+  float max;     // m_c; -inf when every element is -inf, +inf when one is +inf
+  float sum;     // s_c = sum exp(x - m_c); 0 when max is -inf
+  bool has_nan;  // any NaN in the chunk
+};
+
+// What phase 2 of one chunk does with e_i = exp(x_i - shift), f32 arithmetic.
+struct ChunkFinish {
+  float shift;   // m_c, or 0 for an all -inf chunk (whose factor is 0)
+  float factor;  // f_c (softmax) or the dropout-scaled f_c * 1/(1-p); NaN for a NaN row
+};
+
+struct VectorKernels {
+  const char* name;
+
+  // Whole rows with cols <= kChunkElems: max, exp+store+sum, scale, all while the row is in L1.
+  // `stream` asks for non-temporal stores of y (large outputs that will not be re-read soon).
+  void (*short_rows)(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+                     bool log_softmax, bool stream);
+
+  // Phase 1 of one chunk of n <= kChunkElems elements. When exp_out is not null the e_i are
+  // stored there (fp32) for a later finish_stored.
+  ChunkPartial (*chunk_partial)(const void* x, softmax_dtype dtype, int64_t n, float* exp_out);
+
+  // Phase 2 of one chunk: y = exp(x - shift) * factor (recomputing e), or from stored e.
+  void (*finish_recompute)(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
+                           bool stream);
+  void (*finish_stored)(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor,
+                        bool stream);
+
+  // Phase 2 of log-softmax: y = (x - max) - log_sum.
+  void (*finish_log)(const void* x, void* y, softmax_dtype dtype, int64_t n, float max,
+                     float log_sum, bool stream);
+
+  // Dropout phase 2: y = keep[i] ? exp(x - shift) * factor : 0 (keep holds 0/1 bytes).
+  void (*finish_dropout)(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
+                         const uint8_t* keep);
+
+  // Publishes non-temporal stores of the calling thread (a fence); call before a barrier.
+  void (*stream_fence)();
+};
+
+// The portable implementation (always built) and the Highway one (when configured with it).
+const VectorKernels& portable_vector_kernels();
+#if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
+const VectorKernels& highway_vector_kernels();
+#endif
+
+// The implementation the drivers use: Highway when built with it, else portable.
+// SOFTMAX_CPU_KERNELS=portable in the environment forces the portable one (for testing it on a
+// machine that has Highway).
+const VectorKernels& vector_kernels();
+
+}  // namespace cpu
+}  // namespace softmax_internal

@@ -1,0 +1,455 @@
+// The vector kernels written with Google Highway: this file is compiled once per x86 target that
+// Highway knows (SSSE3 ... AVX-512) via foreach_target.h, and HWY_DYNAMIC_DISPATCH picks the best
+// one the running CPU supports. No -march flag is needed or used.
+//
+// Softmax on this class of machine is bound by exp, not memory, so the kernels are built around
+// computing exp once per element while the row (or chunk) is still in L1:
+//   max pass -> exp + store + sum pass (4 independent accumulators) -> scale pass (reciprocal
+//   multiply) -> one write of the finished tile to y, with non-temporal stores for big outputs
+//   so y's lines are not read from memory before being overwritten.
+// Arithmetic contract shared with the other implementation: vector_kernels.h.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/vector_kernels_highway.cpp"
+#include <hwy/foreach_target.h>  // must come before highway.h
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/thread_scratch.h"
+#include "backends/cpu/vector_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace softmax_internal {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Output tile: rows are finished here, then written to y in one sweep (see WriteTile).
+constexpr int64_t kTileElems = 8192;
+
+// exp(x) for x in [-inf, 0], the only arguments softmax needs (x - max), in 13 vector ops:
+//   clamp at -88 (so -inf and everything below e^-87.7 flush to exactly +0),
+//   n = round(x / ln2) by the 1.5 * 2^23 magic-number trick, which also leaves n in the low
+//     mantissa bits of t (no float->int conversion needed),
+//   Cody-Waite reduction r = x - n ln2 with ln2 split in two (n * kLn2Hi exact for |n| <= 128),
+//   e^r on |r| <= ln2/2 by a degree-5 polynomial 1 + r + c2 r^2 + ... + c5 r^5 whose
+//     coefficients were fitted here for minimax relative error (1.05e-7, under one fp32 ulp),
+//   2^n built in the exponent field: (bits(t) + 127) << 23 keeps exactly (n + 127) << 23,
+//     and n = -127 gives a zero exponent field, i.e. +0.
+// x = 0 gives n = 0, r = 0 and exactly 1. NaN arguments give 0 (Max drops them): rows with a
+// NaN are detected before this is used. The portable kernels implement the same steps.
+constexpr float kExpMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.428606820309417232e-06f;
+constexpr float kExpC2 = 0.499992311000824f, kExpC3 = 0.16667114198207855f;
+constexpr float kExpC4 = 0.041890114545822144f, kExpC5 = 0.00831252709031105f;
+
+HWY_INLINE VF ExpNonPositive(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  x = hn::Max(x, hn::Set(d, -88.0f));
+  const VF t = hn::MulAdd(x, hn::Set(d, kLog2e), hn::Set(d, kExpMagic));
+  const VF n = hn::Sub(t, hn::Set(d, kExpMagic));
+  VF r = hn::NegMulAdd(n, hn::Set(d, kLn2Hi), x);
+  r = hn::NegMulAdd(n, hn::Set(d, kLn2Lo), r);
+  VF p = hn::MulAdd(hn::Set(d, kExpC5), r, hn::Set(d, kExpC4));
+  p = hn::MulAdd(p, r, hn::Set(d, kExpC3));
+  p = hn::MulAdd(p, r, hn::Set(d, kExpC2));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const auto scale_bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, scale_bits));
+}
+
+// Loads of the last n < Lanes elements, padded with `pad`; memcpy because the caller's float
+// pointer need not be 4-byte aligned and we must not read past the end of the buffer.
+HWY_INLINE VF LoadTail(DF d, const float* p, size_t n, float pad) {
+  HWY_ALIGN float buf[hn::MaxLanes(DF())];
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = pad;
+  std::memcpy(buf, p, n * sizeof(float));
+  return hn::Load(d, buf);
+}
+
+HWY_INLINE void StoreTail(DF d, VF v, float* p, size_t n) {
+  HWY_ALIGN float buf[hn::MaxLanes(DF())];
+  hn::Store(v, d, buf);
+  std::memcpy(p, buf, n * sizeof(float));
+}
+
+struct MaxScan {
+  float max;
+  bool nonfinite;  // some element is NaN or +-inf (then the caller looks closer)
+};
+
+// Max of a row or chunk, plus a cheap non-finite detector: v * 0 is 0 for finite v and NaN for
+// NaN or inf, so one FMA per vector tells whether the row needs the careful scalar look.
+HWY_INLINE MaxScan MaxAndNonfinite(const float* x, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF zero = hn::Zero(d);
+  VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0, m2 = m0, m3 = m0;
+  VF z0 = zero, z1 = zero;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
+    const VF v2 = hn::LoadU(d, x + i + 2 * N), v3 = hn::LoadU(d, x + i + 3 * N);
+    m0 = hn::Max(m0, v0);
+    m1 = hn::Max(m1, v1);
+    m2 = hn::Max(m2, v2);
+    m3 = hn::Max(m3, v3);
+    z0 = hn::MulAdd(hn::Add(v0, v1), zero, z0);
+    z1 = hn::MulAdd(hn::Add(v2, v3), zero, z1);
+  }
+  for (; i + N <= n; i += N) {
+    const VF v = hn::LoadU(d, x + i);
+    m0 = hn::Max(m0, v);
+    z0 = hn::MulAdd(v, zero, z0);
+  }
+  if (i < n) {
+    const VF v = LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity());
+    m1 = hn::Max(m1, v);
+    z1 = hn::MulAdd(LoadTail(d, x + i, n - i, 0.0f), zero, z1);
+  }
+  const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+  const VF z = hn::Add(z0, z1);
+  return MaxScan{hn::GetLane(hn::MaxOfLanes(d, m)), !hn::AllFalse(d, hn::IsNaN(z))};
+}
+
+HWY_INLINE bool AnyNaN(const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, x + i, sizeof v);
+    if (std::isnan(v)) return true;
+  }
+  return false;
+}
+
+// Sum of e_i = exp(x_i - shift) with four independent accumulators (fixed tree: the result
+// depends only on n and the data), optionally storing the e_i.
+template <bool kStore>
+HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF vs = hn::Set(d, shift);
+  VF a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    const VF e1 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + N), vs));
+    const VF e2 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 2 * N), vs));
+    const VF e3 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 3 * N), vs));
+    if (kStore) {
+      hn::StoreU(e0, d, e + i);
+      hn::StoreU(e1, d, e + i + N);
+      hn::StoreU(e2, d, e + i + 2 * N);
+      hn::StoreU(e3, d, e + i + 3 * N);
+    }
+    a0 = hn::Add(a0, e0);
+    a1 = hn::Add(a1, e1);
+    a2 = hn::Add(a2, e2);
+    a3 = hn::Add(a3, e3);
+  }
+  for (; i + N <= n; i += N) {
+    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    if (kStore) hn::StoreU(e0, d, e + i);
+    a0 = hn::Add(a0, e0);
+  }
+  if (i < n) {
+    // -inf padding: exp(-inf - shift) is exactly 0, so the padding adds nothing.
+    const VF v = LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity());
+    const VF e0 = ExpNonPositive(d, hn::Sub(v, vs));
+    if (kStore) StoreTail(d, e0, e + i, n - i);
+    a1 = hn::Add(a1, e0);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+HWY_INLINE void ScaleInPlace(float* v, size_t n, float factor) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF f = hn::Set(d, factor);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, v + i), f), d, v + i);
+  for (; i < n; ++i) v[i] *= factor;
+}
+
+HWY_INLINE void FillNaN(float* v, size_t n) {
+  std::fill(v, v + n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// y = (x - max) - log_sum: two roundings, each relative to a small value, so large-magnitude
+// inputs (1e4) keep full accuracy (x - (max + log_sum) would not).
+HWY_INLINE void LogOut(const float* x, float* out, size_t n, float max, float log_sum) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF vm = hn::Set(d, max), vl = hn::Set(d, log_sum);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, out + i);
+  if (i < n) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + i, n - i, 0.0f), vm), vl), out + i, n - i);
+}
+
+// ---- storage conversions -------------------------------------------------------------------
+
+HWY_INLINE VF Load16(DF d, softmax_dtype dtype, const unsigned char* p) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  if (dtype == SOFTMAX_DTYPE_F16) {
+    const hn::Rebind<hwy::float16_t, DF> df16;
+    return hn::PromoteTo(d, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  // bf16 is the upper half of a binary32.
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)))));
+}
+
+HWY_INLINE void Store16(DF d, softmax_dtype dtype, VF v, unsigned char* p) {
+  if (dtype == SOFTMAX_DTYPE_F16) {
+    // vcvtps2ph (or Highway's emulation) rounds to nearest even, like half_bits.h.
+    const hn::Rebind<hwy::float16_t, DF> df16;
+    hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
+    return;
+  }
+  // Highway's f32->bf16 demotion truncates; round to nearest even here, keeping NaN quiet.
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du, v);
+  const auto bias = hn::Add(hn::Set(du, 0x7fffu), hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(u, bias));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u));
+  const auto bits = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+// x as fp32: the caller's pointer for f32, else a conversion into the thread's Input buffer.
+HWY_INLINE const float* AsF32(const void* x, softmax_dtype dtype, size_t n) {
+  if (dtype == SOFTMAX_DTYPE_F32) return static_cast<const float*>(x);
+  float* buf = thread_scratch_floats(ScratchSlot::Input, n);
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const unsigned char* p = static_cast<const unsigned char*>(x);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::Store(Load16(d, dtype, p + 2 * i), d, buf + i);
+  if (i < n) {
+    HWY_ALIGN unsigned char tmp[2 * hn::MaxLanes(DF())] = {};
+    std::memcpy(tmp, p + 2 * i, 2 * (n - i));
+    hn::Store(Load16(d, dtype, tmp), d, buf + i);
+  }
+  return buf;
+}
+
+// Writes n finished fp32 values to y in its storage type. With `stream`, f32 output goes out
+// through non-temporal stores on whole aligned vectors (head and tail with ordinary stores).
+HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size_t n, bool stream) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  unsigned char* p = static_cast<unsigned char*>(dst);
+  size_t i = 0;
+  if (dtype == SOFTMAX_DTYPE_F32) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+    if (stream && addr % sizeof(float) == 0) {
+      const size_t vec_bytes = N * sizeof(float);
+      const size_t head = std::min(n, ((vec_bytes - addr % vec_bytes) % vec_bytes) / sizeof(float));
+      std::memcpy(p, src, head * sizeof(float));
+      i = head;
+      float* y = reinterpret_cast<float*>(p);
+      for (; i + N <= n; i += N) hn::Stream(hn::LoadU(d, src + i), d, y + i);
+    } else {
+      for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, src + i), d, reinterpret_cast<float*>(p) + i);
+    }
+    std::memcpy(p + 4 * i, src + i, (n - i) * sizeof(float));
+    return;
+  }
+  for (; i + N <= n; i += N) Store16(d, dtype, hn::LoadU(d, src + i), p + 2 * i);
+  if (i < n) {
+    HWY_ALIGN unsigned char tmp[2 * hn::MaxLanes(DF())];
+    Store16(d, dtype, LoadTail(d, src + i, n - i, 0.0f), tmp);
+    std::memcpy(p + 2 * i, tmp, 2 * (n - i));
+  }
+}
+
+// ---- the table entries ---------------------------------------------------------------------
+
+// Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`.
+HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) {
+  const MaxScan scan = MaxAndNonfinite(x, n);
+  if (scan.nonfinite && (std::isinf(scan.max) || AnyNaN(x, n))) {
+    FillNaN(out, n);
+    return;
+  }
+  // A row of finite values and -inf elements with a finite max: -inf elements give exp = 0.
+  if (log_softmax) {
+    const float s = ExpSum<false>(x, n, scan.max, nullptr);
+    LogOut(x, out, n, scan.max, static_cast<float>(std::log(double(s))));
+  } else {
+    const float s = ExpSum<true>(x, n, scan.max, out);
+    ScaleInPlace(out, n, static_cast<float>(1.0 / double(s)));
+  }
+}
+
+void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+               bool log_softmax, bool stream) {
+  const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  const unsigned char* xb = static_cast<const unsigned char*>(x);
+  unsigned char* yb = static_cast<unsigned char*>(y);
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * esize, dtype, size_t(cols));
+      RowInL1(xr, tile + r * cols, size_t(cols), log_softmax);
+    }
+    WriteTile(tile, yb + size_t(r0 * cols) * esize, dtype, size_t(nr * cols), stream);
+  }
+}
+
+ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
+  const float* xc = AsF32(x, dtype, size_t(n));
+  const MaxScan scan = MaxAndNonfinite(xc, size_t(n));
+  if (scan.nonfinite) {
+    if (AnyNaN(xc, size_t(n))) return ChunkPartial{scan.max, 0.0f, true};
+    if (scan.max == std::numeric_limits<float>::infinity()) return ChunkPartial{scan.max, 0.0f, false};
+    if (scan.max == -std::numeric_limits<float>::infinity()) {
+      if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
+      return ChunkPartial{scan.max, 0.0f, false};
+    }
+  }
+  const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), scan.max, exp_out)
+                                     : ExpSum<false>(xc, size_t(n), scan.max, nullptr);
+  return ChunkPartial{scan.max, s, false};
+}
+
+void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
+                     bool stream) {
+  const float* xc = AsF32(x, dtype, size_t(n));
+  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  size_t i = 0;
+  for (; i + N <= size_t(n); i += N)
+    hn::StoreU(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, out + i);
+  if (i < size_t(n)) {
+    const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
+    StoreTail(d, hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), out + i, size_t(n) - i);
+  }
+  WriteTile(out, y, dtype, size_t(n), stream);
+}
+
+void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF vf = hn::Set(d, factor);
+  size_t i = 0;
+  for (; i + N <= size_t(n); i += N) hn::StoreU(hn::Mul(hn::LoadU(d, e + i), vf), d, out + i);
+  for (; i < size_t(n); ++i) out[i] = e[i] * factor;
+  WriteTile(out, y, dtype, size_t(n), stream);
+}
+
+void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
+               bool stream) {
+  const float* xc = AsF32(x, dtype, size_t(n));
+  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  LogOut(xc, out, size_t(n), max, log_sum);
+  WriteTile(out, y, dtype, size_t(n), stream);
+}
+
+void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
+                   const uint8_t* keep) {
+  const float* xc = AsF32(x, dtype, size_t(n));
+  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  const size_t N = hn::Lanes(d);
+  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  size_t i = 0;
+  for (; i + N <= size_t(n); i += N) {
+    const VF v = hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf);
+    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
+    hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
+  }
+  if (i < size_t(n)) {
+    HWY_ALIGN float tail[hn::MaxLanes(DF())];
+    const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
+    hn::Store(hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), d, tail);
+    for (size_t j = 0; i + j < size_t(n); ++j) out[i + j] = keep[i + j] ? tail[j] : 0.0f;
+  }
+  WriteTile(out, y, dtype, size_t(n), false);
+}
+
+void StreamFence() { hwy::FlushStream(); }
+
+const char* ChosenTargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace softmax_internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace softmax_internal {
+namespace cpu {
+
+HWY_EXPORT(ShortRows);
+HWY_EXPORT(ChunkPartialOf);
+HWY_EXPORT(FinishRecompute);
+HWY_EXPORT(FinishStored);
+HWY_EXPORT(FinishLog);
+HWY_EXPORT(FinishDropout);
+HWY_EXPORT(StreamFence);
+HWY_EXPORT(ChosenTargetName);
+
+namespace {
+
+void short_rows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+                bool log_softmax, bool stream) {
+  HWY_DYNAMIC_DISPATCH(ShortRows)(x, y, dtype, rows, cols, log_softmax, stream);
+}
+ChunkPartial chunk_partial(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
+  return HWY_DYNAMIC_DISPATCH(ChunkPartialOf)(x, dtype, n, exp_out);
+}
+void finish_recompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f, bool stream) {
+  HWY_DYNAMIC_DISPATCH(FinishRecompute)(x, y, dtype, n, f, stream);
+}
+void finish_stored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+  HWY_DYNAMIC_DISPATCH(FinishStored)(e, y, dtype, n, factor, stream);
+}
+void finish_log(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
+                bool stream) {
+  HWY_DYNAMIC_DISPATCH(FinishLog)(x, y, dtype, n, max, log_sum, stream);
+}
+void finish_dropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
+                    const uint8_t* keep) {
+  HWY_DYNAMIC_DISPATCH(FinishDropout)(x, y, dtype, n, f, keep);
+}
+void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
+
+}  // namespace
+
+const VectorKernels& highway_vector_kernels() {
+  static const VectorKernels kernels{HWY_DYNAMIC_DISPATCH(ChosenTargetName)(),
+                                     short_rows,
+                                     chunk_partial,
+                                     finish_recompute,
+                                     finish_stored,
+                                     finish_log,
+                                     finish_dropout,
+                                     stream_fence};
+  return kernels;
+}
+
+}  // namespace cpu
+}  // namespace softmax_internal
+#endif  // HWY_ONCE

@@ -1,0 +1,137 @@
+// softmax_rows on the CPU backend against the float64 reference: every dtype, softmax and
+// log-softmax, the column counts (including chunk boundaries of the long-row path),
+// several row counts (so both thread schedules run), large magnitudes, in-place, and single
+// rows of 16M+3 elements with a relative-error bound on the whole row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "cpu_test_util.h"
+
+namespace {
+
+using softmax_cpu_test::Buffer;
+using softmax_cpu_test::rows_match_reference;
+using softmax_cpu_test::run_rows;
+
+class CpuRows : public ::testing::TestWithParam<std::tuple<softmax_dtype, bool>> {};
+
+// The sizes, plus the chunk edges of the long-row path (8192 elements per chunk).
+const int64_t kCols[] = {1, 2, 3, 31, 32, 33, 1023, 1025, 4097, 8191, 8192, 8193, 65537};
+
+TEST_P(CpuRows, MatchesReferenceAcrossSizes) {
+  const auto [dtype, log_softmax] = GetParam();
+  for (const int64_t cols : kCols) {
+    // 1 and 3 rows take the split-row schedule for long rows on 2+ threads, 37 rows the
+    // rows-over-threads one; the short-row kernel sees partial and whole tiles.
+    for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{37}}) {
+      if (cols == 65537 && rows == 37 && dtype != SOFTMAX_DTYPE_F32) continue;  // keep the suite quick
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
+      const Buffer y = run_rows(x, rows, cols, log_softmax);
+      ASSERT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, seed));
+    }
+  }
+}
+
+TEST_P(CpuRows, ManyShortRows) {
+  // Enough rows that the short-row kernel is shared out over blocks and threads.
+  const auto [dtype, log_softmax] = GetParam();
+  for (const int64_t cols : {int64_t{32}, int64_t{33}, int64_t{128}}) {
+    const int64_t rows = 20011;
+    const uint64_t seed = softmax_test::fresh_seed();
+    const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
+    const Buffer y = run_rows(x, rows, cols, log_softmax);
+    ASSERT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, seed));
+  }
+}
+
+TEST_P(CpuRows, LargeMagnitudes) {
+  // Values up to 1e4 in magnitude: most exp terms underflow, the max must be subtracted first,
+  // and log-softmax must not lose the small differences to the size of the max.
+  const auto [dtype, log_softmax] = GetParam();
+  for (const int64_t cols : {int64_t{33}, int64_t{1025}, int64_t{20000}}) {
+    const int64_t rows = 5;
+    const uint64_t seed = softmax_test::fresh_seed();
+    const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed, 1e4f);
+    const Buffer y = run_rows(x, rows, cols, log_softmax);
+    ASSERT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, seed));
+  }
+}
+
+TEST_P(CpuRows, InPlace) {
+  const auto [dtype, log_softmax] = GetParam();
+  for (const int64_t cols : {int64_t{33}, int64_t{4097}, int64_t{65537}}) {
+    for (const int64_t rows : {int64_t{1}, int64_t{9}}) {
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
+      Buffer xy = x;
+      const softmax_options o = softmax_cpu_test::cpu_options(0, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+      ASSERT_EQ(softmax_rows(xy.data(), xy.data(), rows, cols, dtype, &o), SOFTMAX_STATUS_SUCCESS)
+          << softmax_last_error();
+      ASSERT_TRUE(rows_match_reference(x, xy, rows, cols, log_softmax, seed));
+      // In place gives the same bits as out of place.
+      ASSERT_EQ(xy.bytes, run_rows(x, rows, cols, log_softmax).bytes) << "seed " << seed;
+    }
+  }
+}
+
+TEST_P(CpuRows, MisalignedPointers) {
+  // x and y one element off a cache line (and, for 16-bit types, off 4-byte alignment).
+  const auto [dtype, log_softmax] = GetParam();
+  const int64_t rows = 3, cols = 1031;
+  const size_t n = size_t(rows * cols);
+  const uint64_t seed = softmax_test::fresh_seed();
+  const Buffer x = softmax_test::random_input(dtype, n, seed);
+  Buffer xs(dtype, n + 1), ys(dtype, n + 1);
+  const size_t es = softmax_test::element_size(dtype);
+  std::memcpy(xs.bytes.data() + es, x.bytes.data(), n * es);
+  ys.poison();
+  const softmax_options o = softmax_cpu_test::cpu_options(0, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+  ASSERT_EQ(softmax_rows(xs.bytes.data() + es, ys.bytes.data() + es, rows, cols, dtype, &o),
+            SOFTMAX_STATUS_SUCCESS);
+  Buffer y(dtype, n);
+  std::memcpy(y.bytes.data(), ys.bytes.data() + es, n * es);
+  ASSERT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, seed));
+}
+
+std::string ParamName(const ::testing::TestParamInfo<CpuRows::ParamType>& info) {
+  return std::string(softmax_test::dtype_name(std::get<0>(info.param))) +
+         (std::get<1>(info.param) ? "_log" : "_softmax");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, CpuRows,
+                         ::testing::Combine(::testing::Values(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16,
+                                                              SOFTMAX_DTYPE_BF16),
+                                            ::testing::Bool()),
+                         ParamName);
+
+// One row of 16M+3 elements: split over threads in chunks; the whole row must sum to 1 and every
+// element must be within relative 1e-5 of the float64 value (fp32 storage; 16-bit storage is
+// checked with its own rounding by check_row).
+TEST(CpuLongRow, SixteenMillionPlusThree) {
+  const int64_t cols = (int64_t{1} << 24) + 3;
+  for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
+    for (const bool log_softmax : {false, true}) {
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(dtype, size_t(cols), seed);
+      const Buffer y = run_rows(x, 1, cols, log_softmax);
+      ASSERT_TRUE(rows_match_reference(x, y, 1, cols, log_softmax, seed));
+      if (dtype == SOFTMAX_DTYPE_F32 && !log_softmax) {
+        std::vector<double> ref;
+        softmax_test::reference_row(x, 0, size_t(cols), false, &ref);
+        double worst = 0, sum = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          worst = std::max(worst, std::fabs(y.get(size_t(c)) - ref[size_t(c)]) / ref[size_t(c)]);
+          sum += y.get(size_t(c));
+        }
+        EXPECT_LT(worst, 1e-5) << "seed " << seed;
+        EXPECT_NEAR(sum, 1.0, 1e-5) << "seed " << seed;
+        RecordProperty("max_relative_error", std::to_string(worst));
+      }
+    }
+  }
+}
+
+}  // namespace
