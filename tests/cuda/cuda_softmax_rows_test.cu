@@ -1,0 +1,246 @@
+// softmax_rows on the CUDA backend through the public C API, against the float64 reference on
+// fresh random inputs with poisoned outputs: every dtype, softmax and log-softmax, row lengths
+// on both sides of every strategy threshold, row counts that are multiples of nothing,
+// misaligned pointers, in place, non-finite rows, and single rows up to 2^28 elements.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cuda_test_support.h"
+
+namespace softmax_cuda_test {
+namespace {
+
+struct Case {
+  softmax_dtype dtype;
+  size_t rows, cols;
+  bool log_softmax = false;
+  size_t offset_elems = 0;  // shift x and y by this many elements (misaligned when odd)
+  bool in_place = false;
+};
+
+// Runs one case on stream `s` and checks it; the seed is printed on failure.
+void run_case(const Case& c, cudaStream_t s = nullptr) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " " << c.rows << "x" << c.cols
+                                    << (c.log_softmax ? " log" : "") << " offset " << c.offset_elems
+                                    << (c.in_place ? " in-place" : "") << " seed " << seed);
+  const size_t n = c.rows * c.cols, es = element_size(c.dtype);
+  const Buffer x = random_input(c.dtype, n, seed);
+  const size_t bytes = (n + c.offset_elems) * es;
+  DeviceBytes dx(bytes), dy(bytes);
+  ASSERT_NE(dx.p, nullptr);
+  ASSERT_NE(dy.p, nullptr);
+  void* xp = dx.at(c.offset_elems * es);
+  void* yp = c.in_place ? xp : dy.at(c.offset_elems * es);
+  CUDA_OK(cudaMemcpyAsync(xp, x.data(), n * es, cudaMemcpyHostToDevice, s));
+  if (!c.in_place) CUDA_OK(poison(yp, n * es, s));
+  const softmax_options o = cuda_options(s, c.log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+  ASSERT_EQ(softmax_rows(xp, yp, int64_t(c.rows), int64_t(c.cols), c.dtype, &o), SOFTMAX_STATUS_SUCCESS)
+      << softmax_last_error();
+  Buffer y(c.dtype, n);
+  CUDA_OK(cudaMemcpyAsync(y.data(), yp, n * es, cudaMemcpyDeviceToHost, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(rows_match_reference(x, y, c.rows, c.cols, c.log_softmax,
+                                   rows_to_check(c.rows, c.cols, seed)));
+}
+
+// Row counts chosen to be multiples of nothing (not of 2, 4, 32, 128 or the SM count) and to
+// keep each case near a few million elements.
+size_t rows_for(size_t cols) {
+  size_t r = std::max<size_t>(3, (size_t{3} << 20) / cols);
+  r = std::min<size_t>(r, 4099);
+  return r | 1;
+}
+
+using Param = std::tuple<softmax_dtype, size_t, bool>;
+
+class CudaRowsTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaRowsTest, MatchesFloat64Reference) {
+  REQUIRE_GPU();
+  const auto [dtype, cols, log_softmax] = GetParam();
+  run_case({dtype, rows_for(cols), cols, log_softmax});
+}
+
+TEST_P(CudaRowsTest, MisalignedByOneElement) {
+  REQUIRE_GPU();
+  const auto [dtype, cols, log_softmax] = GetParam();
+  run_case({dtype, std::max<size_t>(3, rows_for(cols) / 7) | 1, cols, log_softmax, 1});
+}
+
+const size_t kCols[] = {1, 2, 3, 31, 32, 33, 127, 1000, 1023, 1024, 1025, 2047, 4097, 12345, 32769, 65537, 1048577};
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, CudaRowsTest,
+    ::testing::Combine(::testing::Values(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16),
+                       ::testing::ValuesIn(kCols), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<Param>& info) {
+      return std::string(dtype_name(std::get<0>(info.param))) + "_cols" +
+             std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_log" : "");
+    });
+
+// Shapes that land on each branch of the launcher's table: warp groups of every width,
+// one block per row, clusters of 2/4/8, split rows for few rows, for long rows, and in several
+// L2-sized waves.
+TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
+  REQUIRE_GPU();
+  const std::pair<size_t, size_t> shapes[] = {
+      {4097, 4},      {1001, 8},    {517, 64},    {301, 256},   {77, 640},     {33, 1024},
+      {131, 2048},    {29, 8192},   {201, 8193},  {67, 16384},  {101, 32768},  {41, 65536},
+      {5, 20000},     {2, 40000},   {3, 131072},  {1, 1 << 20}, {40, 200003},  {24, 262144},
+      {7, 16385}};
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16}) {
+    for (auto [rows, cols] : shapes) {
+      run_case({t, rows, cols, false});
+      run_case({t, rows, cols, true, 0});
+      run_case({t, rows, cols, false, 3});
+    }
+  }
+}
+
+TEST(CudaRowsInPlace, AllStrategies) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{1023, 33}, {257, 1000}, {63, 5000},
+                              {129, 40000}, {3, 70001}, {40, 200000}}) {
+      run_case({t, rows, cols, false, 0, true});
+      run_case({t, rows, cols, true, 1, true});
+    }
+  }
+}
+
+// NaN anywhere, all -inf, or any +inf makes the row NaN; a few -inf in a finite row give 0
+// there and leave the rest normal. Each pattern on every strategy.
+TEST(CudaRowsNonFinite, TextbookSemantics) {
+  REQUIRE_GPU();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{9, 7}, {9, 100}, {9, 1000}, {9, 5000},
+                              {9, 40000}, {9, 300001}, {600, 40000}}) {
+      for (bool log_softmax : {false, true}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
+                                          << (log_softmax ? " log" : "") << " seed " << seed);
+        const size_t n = rows * cols, es = element_size(t);
+        Buffer x = random_input(t, n, seed);
+        std::mt19937_64 rng(seed);
+        // row 0: one NaN; row 1: all -inf; row 2: one +inf; row 3: some -inf; row 4: all NaN;
+        // row 5: -inf everywhere but one finite value; row 6: +inf and -inf mixed.
+        x.set(0 * cols + rng() % cols, nan);
+        for (size_t c = 0; c < cols; ++c) x.set(1 * cols + c, -inf);
+        x.set(2 * cols + rng() % cols, inf);
+        for (size_t c = 0; c < cols; c += 3) x.set(3 * cols + c, -inf);
+        for (size_t c = 0; c < cols; ++c) x.set(4 * cols + c, nan);
+        for (size_t c = 0; c < cols; ++c) x.set(5 * cols + c, -inf);
+        x.set(5 * cols + cols / 2, 1.5f);
+        x.set(6 * cols, inf);
+        x.set(6 * cols + cols - 1, -inf);
+        DeviceBytes dx(n * es), dy(n * es);
+        CUDA_OK(cudaMemcpy(dx.p, x.data(), n * es, cudaMemcpyHostToDevice));
+        CUDA_OK(poison(dy.p, n * es));
+        const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+        ASSERT_EQ(softmax_rows(dx.p, dy.p, int64_t(rows), int64_t(cols), t, &o), SOFTMAX_STATUS_SUCCESS)
+            << softmax_last_error();
+        Buffer y(t, n);
+        CUDA_OK(cudaMemcpy(y.data(), dy.p, n * es, cudaMemcpyDeviceToHost));
+        std::vector<size_t> which;
+        for (size_t r = 0; r < std::min<size_t>(rows, 9); ++r) which.push_back(r);
+        which.push_back(rows - 1);
+        EXPECT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, which));
+      }
+    }
+  }
+}
+
+// One row of up to 2^28 elements: generated on the host with a fast counter-based generator,
+// its float64 max and sum computed over every element by several threads, and a random sample
+// of outputs compared (the full comparison would dominate the suite's run time).
+void check_single_long_row(softmax_dtype t, size_t cols, bool log_softmax) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(::testing::Message() << dtype_name(t) << " 1x" << cols << (log_softmax ? " log" : "")
+                                    << " seed " << seed);
+  const size_t es = element_size(t);
+  Buffer x(t, cols);
+  const unsigned nthreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<double> tmax(nthreads, -INFINITY), tsum(nthreads, 0.0);
+  auto slice = [&](unsigned i) { return std::pair<size_t, size_t>{cols * i / nthreads, cols * (i + 1) / nthreads}; };
+  {
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < nthreads; ++i) {
+      pool.emplace_back([&, i] {
+        auto [b, e] = slice(i);
+        for (size_t k = b; k < e; ++k) {
+          uint64_t z = seed + 0x9E3779B97F4A7C15ull * (k + 1);  // splitmix64
+          z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+          z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+          z ^= z >> 31;
+          x.set(k, float(double(z >> 40) * 0x1p-24 * 16.0 - 8.0));
+          tmax[i] = std::max(tmax[i], double(x.get(k)));
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+  const double m = *std::max_element(tmax.begin(), tmax.end());
+  {
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < nthreads; ++i) {
+      pool.emplace_back([&, i] {
+        auto [b, e] = slice(i);
+        double s = 0;
+        for (size_t k = b; k < e; ++k) s += std::exp(double(x.get(k)) - m);
+        tsum[i] = s;
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+  double s = 0;
+  for (double v : tsum) s += v;
+
+  DeviceBytes dx(cols * es), dy(cols * es);
+  ASSERT_NE(dx.p, nullptr);
+  ASSERT_NE(dy.p, nullptr);
+  CUDA_OK(cudaMemcpy(dx.p, x.data(), cols * es, cudaMemcpyHostToDevice));
+  CUDA_OK(poison(dy.p, cols * es));
+  const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+  ASSERT_EQ(softmax_rows(dx.p, dy.p, 1, int64_t(cols), t, &o), SOFTMAX_STATUS_SUCCESS) << softmax_last_error();
+  Buffer y(t, cols);
+  CUDA_OK(cudaMemcpy(y.data(), dy.p, cols * es, cudaMemcpyDeviceToHost));
+  // No element may be left unwritten (poison is NaN).
+  size_t nans = 0;
+  for (size_t k = 0; k < cols; k += 1) nans += std::isnan(y.get(k)) ? 1 : 0;
+  EXPECT_EQ(nans, 0u);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 200000; ++i) {
+    const size_t k = i < 2 ? (i == 0 ? 0 : cols - 1) : rng() % cols;
+    const double d = double(x.get(k)) - m;
+    const double want = log_softmax ? d - std::log(s) : std::exp(d) / s;
+    const double got = y.get(k);
+    ASSERT_TRUE(close(t, got, want, log_softmax, cols))
+        << "element " << k << " got " << got << " want " << want;
+  }
+}
+
+TEST(CudaRowsSingleLongRow, F32UpTo2Pow28) {
+  REQUIRE_GPU();
+  check_single_long_row(SOFTMAX_DTYPE_F32, (size_t{1} << 20) + 3, false);
+  check_single_long_row(SOFTMAX_DTYPE_F32, size_t{1} << 24, true);
+  check_single_long_row(SOFTMAX_DTYPE_F32, size_t{1} << 28, false);
+}
+
+TEST(CudaRowsSingleLongRow, SixteenBitUpTo2Pow28) {
+  REQUIRE_GPU();
+  check_single_long_row(SOFTMAX_DTYPE_BF16, size_t{1} << 28, false);
+  check_single_long_row(SOFTMAX_DTYPE_F16, (size_t{1} << 22) + 1, true);
+}
+
+}  // namespace
+}  // namespace softmax_cuda_test
