@@ -1,0 +1,18 @@
+/* The fuzzer's calls into libsoftmax, made from C as a real C caller would make them: in C an
+   enum parameter is just an integer, so out-of-range dtype values are legal to pass here, while
+   forming them in C++ would itself be undefined behaviour. */
+#include <softmax/softmax.h>
+
+#include "c_caller.h"
+
+softmax_status fuzz_call_rows(const void* x, void* y, int64_t rows, int64_t cols, int32_t dtype,
+                              const void* options) {
+  return softmax_rows(x, y, rows, cols, (softmax_dtype)dtype, (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_dropout(const void* x, void* y, uint8_t* keep_mask, int64_t rows,
+                                 int64_t cols, int32_t dtype, float p, uint64_t seed,
+                                 uint64_t offset, const void* options) {
+  return softmax_dropout(x, y, keep_mask, rows, cols, (softmax_dtype)dtype, p, seed, offset,
+                         (const softmax_options*)options);
+}

@@ -1,0 +1,21 @@
+/* C-side wrappers that pass raw integers for enum arguments (see c_caller.c). */
+#ifndef SOFTMAX_FUZZ_C_CALLER_H
+#define SOFTMAX_FUZZ_C_CALLER_H
+
+#include <softmax/softmax.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+softmax_status fuzz_call_rows(const void* x, void* y, int64_t rows, int64_t cols, int32_t dtype,
+                              const void* options);
+softmax_status fuzz_call_dropout(const void* x, void* y, uint8_t* keep_mask, int64_t rows,
+                                 int64_t cols, int32_t dtype, float p, uint64_t seed,
+                                 uint64_t offset, const void* options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
