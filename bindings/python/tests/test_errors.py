@@ -78,6 +78,17 @@ class Errors(unittest.TestCase):
             softmax.rows(np.zeros(0, np.float32))
         self.assertStatus(cm, "INVALID_SIZE", "cols must be > 0, got 0")
 
+    def test_null_pointers_are_reported_by_the_library(self):
+        class NullArray:  # an interface that promises data it does not have
+            __array_interface__ = {"shape": (2, 4), "typestr": "<f4", "data": (0, False),
+                                   "version": 3}
+        with self.assertRaises(softmax.SoftmaxError) as cm:
+            softmax.rows(NullArray(), out=np.zeros((2, 4), np.float32))
+        self.assertStatus(cm, "NULL_POINTER", "x is NULL")
+        with self.assertRaises(softmax.SoftmaxError) as cm:
+            softmax.dropout(np.zeros((2, 4), np.float32), 0.5, 1, out=NullArray())
+        self.assertStatus(cm, "NULL_POINTER", "y is NULL")
+
     def test_bad_probability(self):
         x = np.ones((2, 4), np.float32)
         for p in (1.5, -0.1, float("nan"), float("inf")):

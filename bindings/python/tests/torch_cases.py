@@ -61,7 +61,7 @@ class TorchCuda(unittest.TestCase):
     def rand(self, shape, dtype):
         return (torch.rand(*shape, device="cuda", generator=self.g) * 16 - 8).to(dtype)
 
-    def test_all_dtypes_match_torch_and_the_reference(self):
+    def test_all_dtypes_and_shapes_match_the_reference(self):
         for name in DTYPES:
             dtype = getattr(torch, name)
             for shape in [(1, 1), (7, 33), (64, 1024), (3, 70000), (4096, 128)]:
