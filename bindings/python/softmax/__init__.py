@@ -11,7 +11,6 @@ library's status and message; bad arguments also derive from ValueError.
 """
 from ._api import backend_available, dropout, rows, version
 from ._errors import SoftmaxArgumentError, SoftmaxError
-from ._library import lib as _lib  # noqa: F401  (loaded on import, so a missing .so fails early)
 
 __all__ = ["rows", "dropout", "backend_available", "version", "SoftmaxError",
            "SoftmaxArgumentError"]

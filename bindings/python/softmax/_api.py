@@ -6,21 +6,21 @@ that integers fit their C types (ctypes would wrap them silently). Sizes, p, opt
 memory spaces are the library's to judge; its complaints arrive as SoftmaxError.
 """
 import ctypes
+import operator
 
 from . import _arrays
 from ._errors import check
-from ._library import Options, lib
+from ._library import lib
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 FLAG_LOG = 0x1
 
 
 def _int_in_range(value, lo, hi, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = value.__index__()
-        except AttributeError:
-            raise TypeError("%s must be an integer, got %s" % (what, type(value).__name__)) from None
+    try:
+        value = operator.index(value)  # int, numpy integers; not float
+    except TypeError:
+        raise TypeError("%s must be an integer, got %s" % (what, type(value).__name__)) from None
     if not lo <= value < hi:
         raise ValueError("%s must lie in [%d, %d), got %d" % (what, lo, hi, value))
     return value
