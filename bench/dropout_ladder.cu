@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(1024) register_row_softmax_kernel(const float*
   float scale = 1.0f / s;
   if (kUniforms) scale *= 1.0f / (1.0f - p);
   float4* y4 = reinterpret_cast<float4*>(y + row * cols);
-  const float4* u4 = reinterpret_cast<const float4*>(u + row * cols);
+  const float4* u4 = kUniforms ? reinterpret_cast<const float4*>(u + row * cols) : nullptr;
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
