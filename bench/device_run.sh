@@ -14,7 +14,9 @@ mkdir -p "$OUT"
 start=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
 
-{ nvidia-smi; git rev-parse HEAD 2>/dev/null || true; git status --short 2>/dev/null | head -20; } > "$OUT/build.log" 2>&1
+# COMMIT: pass the commit the working tree was sent from (the device copy carries no .git).
+echo "commit: ${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" | tee "$OUT/build.log"
+nvidia-smi >> "$OUT/build.log" 2>&1
 stamp "configure + build"
 if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
        cmake --build "$BUILD" -j16 --target softmax softmax_bench softmax_comparison_tests; } >> "$OUT/build.log" 2>&1; then
