@@ -37,17 +37,18 @@ using VF = hn::Vec<DF>;
 // Output tile: rows are finished here, then written to y in one sweep (see WriteTile).
 constexpr int64_t kTileElems = 8192;
 
-// exp(x) for x in [-inf, 0], the only arguments softmax needs (x - max), in 13 vector ops:
+// exp(x) for x in [-inf, 0], the only arguments softmax needs (x - max), in 11-13 vector ops:
 //   clamp at -88 (so -inf and everything below e^-87.7 flush to exactly +0),
 //   n = round(x / ln2) by the 1.5 * 2^23 magic-number trick, which also leaves n in the low
 //     mantissa bits of t (no float->int conversion needed),
 //   Cody-Waite reduction r = x - n ln2 with ln2 split in two (n * kLn2Hi exact for |n| <= 128),
 //   e^r on |r| <= ln2/2 by a degree-5 polynomial 1 + r + c2 r^2 + ... + c5 r^5 whose
 //     coefficients were fitted here for minimax relative error (1.05e-7, under one fp32 ulp),
-//   2^n built in the exponent field: (bits(t) + 127) << 23 keeps exactly (n + 127) << 23,
-//     and n = -127 gives a zero exponent field, i.e. +0.
-// x = 0 gives n = 0, r = 0 and exactly 1. NaN arguments give 0 (Max drops them): rows with a
-// NaN are detected before this is used. The portable kernels implement the same steps.
+//   times 2^n: vscalefps on AVX-512 (one op), elsewhere built in the exponent field,
+//     (bits(t) + 127) << 23 == (n + 127) << 23, where n = -127 gives a zero field, i.e. +0.
+// x = 0 gives exactly 1. NaN propagates (exp(NaN) is NaN): the clamp keeps NaN, so a NaN
+// anywhere in a row (or x - max = inf - inf, NaN, for +inf or all -inf rows) makes the row's sum
+// NaN, and the row comes out NaN through 1 / sum without any test in the loops.
 constexpr float kExpMagic = 12582912.0f;  // 1.5 * 2^23
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2Hi = 0.693145751953125f;
@@ -55,9 +56,18 @@ constexpr float kLn2Lo = 1.428606820309417232e-06f;
 constexpr float kExpC2 = 0.499992311000824f, kExpC3 = 0.16667114198207855f;
 constexpr float kExpC4 = 0.041890114545822144f, kExpC5 = 0.00831252709031105f;
 
+// max(-88, x) that returns x when x is NaN. On x86, max_ps(a, b) returns its second operand
+// when either is NaN; Highway's scalar targets drop NaN, so they test for it.
+HWY_INLINE VF ClampBelowKeepNaN(DF d, VF x) {
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Max(x, hn::Set(d, -88.0f)));
+#else
+  return hn::Max(hn::Set(d, -88.0f), x);
+#endif
+}
+
 HWY_INLINE VF ExpNonPositive(DF d, VF x) {
-  const hn::RebindToSigned<DF> di;
-  x = hn::Max(x, hn::Set(d, -88.0f));
+  x = ClampBelowKeepNaN(d, x);
   const VF t = hn::MulAdd(x, hn::Set(d, kLog2e), hn::Set(d, kExpMagic));
   const VF n = hn::Sub(t, hn::Set(d, kExpMagic));
   VF r = hn::NegMulAdd(n, hn::Set(d, kLn2Hi), x);
@@ -67,8 +77,15 @@ HWY_INLINE VF ExpNonPositive(DF d, VF x) {
   p = hn::MulAdd(p, r, hn::Set(d, kExpC2));
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // n >= -127 after the clamp: scalef gives the same +0 / normal results as the bit trick
+  // below except for n = -127 with p > 1, where it keeps the subnormal instead of 0.
+  return VF{_mm512_scalef_ps(p.raw, n.raw)};
+#else
+  const hn::RebindToSigned<DF> di;
   const auto scale_bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127)));
   return hn::Mul(p, hn::BitCast(d, scale_bits));
+#endif
 }
 
 // Loads of the last n < Lanes elements, padded with `pad`; memcpy because the caller's float
@@ -86,43 +103,22 @@ HWY_INLINE void StoreTail(DF d, VF v, float* p, size_t n) {
   std::memcpy(p, buf, n * sizeof(float));
 }
 
-struct MaxScan {
-  float max;
-  bool nonfinite;  // some element is NaN or +-inf (then the caller looks closer)
-};
-
-// Max of a row or chunk, plus a cheap non-finite detector: v * 0 is 0 for finite v and NaN for
-// NaN or inf, so one FMA per vector tells whether the row needs the careful scalar look.
-HWY_INLINE MaxScan MaxAndNonfinite(const float* x, size_t n) {
+// Max of a row or chunk with four independent accumulators. NaN elements may or may not show
+// in the result (x86 max drops them in some operand orders): the exp pass catches them.
+HWY_INLINE float RowMax(const float* x, size_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF zero = hn::Zero(d);
   VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0, m2 = m0, m3 = m0;
-  VF z0 = zero, z1 = zero;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const VF v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
-    const VF v2 = hn::LoadU(d, x + i + 2 * N), v3 = hn::LoadU(d, x + i + 3 * N);
-    m0 = hn::Max(m0, v0);
-    m1 = hn::Max(m1, v1);
-    m2 = hn::Max(m2, v2);
-    m3 = hn::Max(m3, v3);
-    z0 = hn::MulAdd(hn::Add(v0, v1), zero, z0);
-    z1 = hn::MulAdd(hn::Add(v2, v3), zero, z1);
+    m0 = hn::Max(m0, hn::LoadU(d, x + i));
+    m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
+    m2 = hn::Max(m2, hn::LoadU(d, x + i + 2 * N));
+    m3 = hn::Max(m3, hn::LoadU(d, x + i + 3 * N));
   }
-  for (; i + N <= n; i += N) {
-    const VF v = hn::LoadU(d, x + i);
-    m0 = hn::Max(m0, v);
-    z0 = hn::MulAdd(v, zero, z0);
-  }
-  if (i < n) {
-    const VF v = LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity());
-    m1 = hn::Max(m1, v);
-    z1 = hn::MulAdd(LoadTail(d, x + i, n - i, 0.0f), zero, z1);
-  }
-  const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
-  const VF z = hn::Add(z0, z1);
-  return MaxScan{hn::GetLane(hn::MaxOfLanes(d, m)), !hn::AllFalse(d, hn::IsNaN(z))};
+  for (; i + N <= n; i += N) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity()));
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
 }
 
 HWY_INLINE bool AnyNaN(const float* x, size_t n) {
@@ -181,10 +177,6 @@ HWY_INLINE void ScaleInPlace(float* v, size_t n, float factor) {
   size_t i = 0;
   for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, v + i), f), d, v + i);
   for (; i < n; ++i) v[i] *= factor;
-}
-
-HWY_INLINE void FillNaN(float* v, size_t n) {
-  std::fill(v, v + n, std::numeric_limits<float>::quiet_NaN());
 }
 
 // y = (x - max) - log_sum: two roundings, each relative to a small value, so large-magnitude
@@ -279,25 +271,64 @@ HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size
 
 // ---- the table entries ---------------------------------------------------------------------
 
-// Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`.
+// Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`. A row with a
+// NaN, a +inf, or only -inf has a NaN sum (see ExpNonPositive), so 1/sum and log(sum) are NaN and
+// the whole row comes out NaN with no extra test.
 HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) {
-  const MaxScan scan = MaxAndNonfinite(x, n);
-  if (scan.nonfinite && (std::isinf(scan.max) || AnyNaN(x, n))) {
-    FillNaN(out, n);
-    return;
-  }
-  // A row of finite values and -inf elements with a finite max: -inf elements give exp = 0.
+  const float max = RowMax(x, n);
   if (log_softmax) {
-    const float s = ExpSum<false>(x, n, scan.max, nullptr);
-    LogOut(x, out, n, scan.max, static_cast<float>(std::log(double(s))));
+    const float s = ExpSum<false>(x, n, max, nullptr);
+    LogOut(x, out, n, max, static_cast<float>(std::log(double(s))));
   } else {
-    const float s = ExpSum<true>(x, n, scan.max, out);
+    const float s = ExpSum<true>(x, n, max, out);
     ScaleInPlace(out, n, static_cast<float>(1.0 / double(s)));
   }
 }
 
-void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
-               bool log_softmax, bool stream) {
+// Rows of at most kVecs vectors (64 floats on AVX-512), held in registers from load to store: no
+// loops, no re-reads, no tile pass. Tiny rows are dominated by per-row overhead and by the
+// latency of the two cross-lane reductions, so this path keeps the instruction count per row
+// small and lets out-of-order execution overlap consecutive rows. Masked loads and stores
+// (which never touch memory outside the mask on AVX2/AVX-512) handle the partial last vector.
+template <size_t kVecs>
+HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_softmax) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const size_t last = n - (kVecs - 1) * N;  // 1..N valid lanes in the last vector
+  const auto last_mask = hn::FirstN(d, last);
+  VF v[kVecs];
+  for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
+  v[kVecs - 1] = hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, x + (kVecs - 1) * N), neg_inf);
+  VF m = v[0];
+  for (size_t k = 1; k < kVecs; ++k) m = hn::Max(m, v[k]);
+  m = hn::MaxOfLanes(d, m);
+  VF e[kVecs];
+  VF sum = hn::Zero(d);
+  for (size_t k = 0; k < kVecs; ++k) {
+    e[k] = ExpNonPositive(d, hn::Sub(v[k], m));
+    sum = hn::Add(sum, e[k]);
+  }
+  const float s = hn::GetLane(hn::SumOfLanes(d, sum));
+  if (log_softmax) {
+    const VF ls = hn::Set(d, static_cast<float>(std::log(double(s))));
+    for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Sub(hn::Sub(v[k], m), ls);
+  } else {
+    const VF f = hn::Set(d, static_cast<float>(1.0 / double(s)));
+    for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Mul(e[k], f);
+  }
+  for (size_t k = 0; k + 1 < kVecs; ++k) hn::StoreU(e[k], d, out + k * N);
+  hn::BlendedStore(e[kVecs - 1], last_mask, d, out + (kVecs - 1) * N);
+}
+
+// Whether RowInRegisters is safe here: it needs masked loads that do not fault.
+constexpr bool kHaveFaultFreeMaskedLoad =
+    HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2;
+
+// kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
+template <size_t kVecs>
+HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+                              bool log_softmax, bool stream) {
   const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
@@ -307,26 +338,41 @@ void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_
     const int64_t nr = std::min(tile_rows, rows - r0);
     for (int64_t r = 0; r < nr; ++r) {
       const float* xr = AsF32(xb + size_t((r0 + r) * cols) * esize, dtype, size_t(cols));
-      RowInL1(xr, tile + r * cols, size_t(cols), log_softmax);
+      if (kVecs > 0) {
+        RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, tile + r * cols, size_t(cols), log_softmax);
+      } else {
+        RowInL1(xr, tile + r * cols, size_t(cols), log_softmax);
+      }
     }
     WriteTile(tile, yb + size_t(r0 * cols) * esize, dtype, size_t(nr * cols), stream);
   }
 }
 
+void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+               bool log_softmax, bool stream) {
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  if (kHaveFaultFreeMaskedLoad && cols <= 4 * N) {
+    if (cols <= N) return ShortRowsWith<1>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 2 * N) return ShortRowsWith<2>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 3 * N) return ShortRowsWith<3>(x, y, dtype, rows, cols, log_softmax, stream);
+    return ShortRowsWith<4>(x, y, dtype, rows, cols, log_softmax, stream);
+  }
+  ShortRowsWith<0>(x, y, dtype, rows, cols, log_softmax, stream);
+}
+
 ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
   const float* xc = AsF32(x, dtype, size_t(n));
-  const MaxScan scan = MaxAndNonfinite(xc, size_t(n));
-  if (scan.nonfinite) {
-    if (AnyNaN(xc, size_t(n))) return ChunkPartial{scan.max, 0.0f, true};
-    if (scan.max == std::numeric_limits<float>::infinity()) return ChunkPartial{scan.max, 0.0f, false};
-    if (scan.max == -std::numeric_limits<float>::infinity()) {
-      if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
-      return ChunkPartial{scan.max, 0.0f, false};
-    }
+  const float max = RowMax(xc, size_t(n));
+  if (max == -std::numeric_limits<float>::infinity()) {
+    // All -inf (or -inf and NaN): contributes nothing to a finite row, but a NaN must still
+    // poison the row, and exp(x - max) would be NaN for the -inf elements, so look directly.
+    if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
+    return ChunkPartial{max, 0.0f, AnyNaN(xc, size_t(n))};
   }
-  const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), scan.max, exp_out)
-                                     : ExpSum<false>(xc, size_t(n), scan.max, nullptr);
-  return ChunkPartial{scan.max, s, false};
+  const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), max, exp_out)
+                                     : ExpSum<false>(xc, size_t(n), max, nullptr);
+  // A NaN sum means a NaN or a +inf in the chunk: either way the row is NaN.
+  return ChunkPartial{max, s, std::isnan(s)};
 }
 
 void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,

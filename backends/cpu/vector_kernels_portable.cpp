@@ -41,10 +41,10 @@ SOFTMAX_CPU_INLINE uint32_t bits_of(float f) { return __builtin_bit_cast(uint32_
 SOFTMAX_CPU_INLINE float float_of(uint32_t u) { return __builtin_bit_cast(float, u); }
 
 // exp(x) for x in [-inf, 0]: the same steps and constants as the Highway kernels'
-// ExpNonPositive (see there for why each step is what it is).
+// ExpNonPositive (see there for why each step is what it is, and why NaN must propagate).
 SOFTMAX_CPU_INLINE float exp_nonpositive(float x) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  x = x > -88.0f ? x : -88.0f;
+  x = x < -88.0f ? -88.0f : x;  // keeps NaN
   const float t = x * 1.44269504088896341f + kMagic;
   const float n = t - kMagic;
   float r = x - n * 0.693145751953125f;
@@ -72,38 +72,23 @@ SOFTMAX_CPU_INLINE float tree_sum(const float* a) {
   return t[0];
 }
 
-struct MaxScan {
-  float max;
-  bool nonfinite;
-};
-
-// Max plus the v * 0 non-finite detector (0 for finite v, NaN for NaN or inf).
-SOFTMAX_CPU_INLINE MaxScan max_and_nonfinite(const float* x, size_t n) {
-  float m[kLanes], z[kLanes];
-  for (size_t j = 0; j < kLanes; ++j) {
-    m[j] = kNegInf;
-    z[j] = 0.0f;
-  }
+SOFTMAX_CPU_INLINE float row_max(const float* x, size_t n) {
+  float m[kLanes];
+  for (size_t j = 0; j < kLanes; ++j) m[j] = kNegInf;
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (size_t j = 0; j < kLanes; ++j) {
       const float v = load_f(x, i + j);
       m[j] = v > m[j] ? v : m[j];
-      z[j] += v * 0.0f;
     }
   }
   for (size_t j = 0; i + j < n; ++j) {
     const float v = load_f(x, i + j);
     m[j] = v > m[j] ? v : m[j];
-    z[j] += v * 0.0f;
   }
   float mx = kNegInf;
-  bool nonfinite = false;
-  for (size_t j = 0; j < kLanes; ++j) {
-    mx = m[j] > mx ? m[j] : mx;
-    nonfinite |= std::isnan(z[j]);
-  }
-  return MaxScan{mx, nonfinite};
+  for (size_t j = 0; j < kLanes; ++j) mx = m[j] > mx ? m[j] : mx;
+  return mx;
 }
 
 SOFTMAX_CPU_INLINE bool any_nan(const float* x, size_t n) {
@@ -156,18 +141,15 @@ SOFTMAX_CPU_INLINE void write_out(const float* src, void* dst, softmax_dtype dty
   }
 }
 
+// NaN, +inf or all -inf make the sum NaN (exp propagates NaN), hence the whole row NaN.
 SOFTMAX_CPU_INLINE void row_in_l1(const float* x, float* out, size_t n, bool log_softmax) {
-  const MaxScan scan = max_and_nonfinite(x, n);
-  if (scan.nonfinite && (std::isinf(scan.max) || any_nan(x, n))) {
-    std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
+  const float max = row_max(x, n);
   if (log_softmax) {
-    const float s = exp_sum<false>(x, n, scan.max, nullptr);
+    const float s = exp_sum<false>(x, n, max, nullptr);
     const float ls = static_cast<float>(std::log(double(s)));
-    for (size_t i = 0; i < n; ++i) out[i] = (load_f(x, i) - scan.max) - ls;
+    for (size_t i = 0; i < n; ++i) out[i] = (load_f(x, i) - max) - ls;
   } else {
-    const float s = exp_sum<true>(x, n, scan.max, out);
+    const float s = exp_sum<true>(x, n, max, out);
     const float f = static_cast<float>(1.0 / double(s));
     for (size_t i = 0; i < n; ++i) out[i] *= f;
   }
@@ -194,18 +176,14 @@ void short_rows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64
 SOFTMAX_CPU_CLONES
 ChunkPartial chunk_partial(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
   const float* xc = as_f32(x, dtype, size_t(n));
-  const MaxScan scan = max_and_nonfinite(xc, size_t(n));
-  if (scan.nonfinite) {
-    if (any_nan(xc, size_t(n))) return ChunkPartial{scan.max, 0.0f, true};
-    if (scan.max == std::numeric_limits<float>::infinity()) return ChunkPartial{scan.max, 0.0f, false};
-    if (scan.max == kNegInf) {
-      if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
-      return ChunkPartial{scan.max, 0.0f, false};
-    }
+  const float max = row_max(xc, size_t(n));
+  if (max == kNegInf) {  // all -inf, possibly with NaN: see the Highway kernels
+    if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
+    return ChunkPartial{max, 0.0f, any_nan(xc, size_t(n))};
   }
-  const float s = exp_out != nullptr ? exp_sum<true>(xc, size_t(n), scan.max, exp_out)
-                                     : exp_sum<false>(xc, size_t(n), scan.max, nullptr);
-  return ChunkPartial{scan.max, s, false};
+  const float s = exp_out != nullptr ? exp_sum<true>(xc, size_t(n), max, exp_out)
+                                     : exp_sum<false>(xc, size_t(n), max, nullptr);
+  return ChunkPartial{max, s, std::isnan(s)};
 }
 
 SOFTMAX_CPU_CLONES
