@@ -229,11 +229,11 @@ inline std::string run_checked(const CheckedCall& c) {
         kept = (keep4 >> (i & 3)) & 1u;
         if (mask && mask[i] != (kept ? 1 : 0)) {
           return "keep_mask[" + std::to_string(i) + "] is " + std::to_string(mask[i]) +
-                 ", expected " + (kept ? "1" : "0") + " — " + describe(c);
+                 ", expected " + (kept ? "1" : "0") + " -- " + describe(c);
         }
       }
       if (!kept) {
-        if (got != 0.0) return "dropped element " + std::to_string(i) + fmt(" is %g, not 0", got) + " — " + describe(c);
+        if (got != 0.0) return "dropped element " + std::to_string(i) + fmt(" is %g, not 0", got) + " -- " + describe(c);
         continue;
       }
       if (nan_row) {
@@ -249,7 +249,7 @@ inline std::string run_checked(const CheckedCall& c) {
       }
       if (!value_matches(got, want, t, maxf)) {
         return "element " + std::to_string(i) + " (row " + std::to_string(r) + ")" +
-               fmt(": got %.9g, expected %.9g (tolerance %.3g)", got, want, t) + " — " + describe(c);
+               fmt(": got %.9g, expected %.9g (tolerance %.3g)", got, want, t) + " -- " + describe(c);
       }
       row_sum += dropout ? got / scale : got;
       row_tol += t / (dropout ? scale : 1.0);
@@ -258,7 +258,7 @@ inline std::string run_checked(const CheckedCall& c) {
     if (!nan_row && !log_softmax && (!dropout || a.p == 0.0f) &&
         !(std::fabs(row_sum - 1.0) <= row_tol + 1e-6)) {
       return "row " + std::to_string(r) + fmt(" sums to %.9g, not 1 (tolerance %.3g)", row_sum, row_tol) +
-             " — " + describe(c);
+             " -- " + describe(c);
     }
   }
   return "";
