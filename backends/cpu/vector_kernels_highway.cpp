@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/common/half_bits.h"
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
@@ -222,10 +223,23 @@ HWY_INLINE void Store16(DF d, softmax_dtype dtype, VF v, unsigned char* p) {
   hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, reinterpret_cast<uint16_t*>(p));
 }
 
+// AVX2 and AVX-512 convert f16 in hardware (F16C). Highway 1.0.3's emulation on the older
+// targets mishandles inf and NaN, so those use the scalar helpers of half_bits.h instead.
+constexpr bool kHardwareF16 = HWY_TARGET <= HWY_AVX2;
+
 // x as fp32: the caller's pointer for f32, else a conversion into the thread's Input buffer.
 HWY_INLINE const float* AsF32(const void* x, softmax_dtype dtype, size_t n) {
   if (dtype == SOFTMAX_DTYPE_F32) return static_cast<const float*>(x);
   float* buf = thread_scratch_floats(ScratchSlot::Input, n);
+  if (dtype == SOFTMAX_DTYPE_F16 && !kHardwareF16) {
+    const unsigned char* p = static_cast<const unsigned char*>(x);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      buf[i] = f16_to_float(h);
+    }
+    return buf;
+  }
   const DF d;
   const size_t N = hn::Lanes(d);
   const unsigned char* p = static_cast<const unsigned char*>(x);
@@ -259,6 +273,13 @@ HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size
       for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, src + i), d, reinterpret_cast<float*>(p) + i);
     }
     std::memcpy(p + 4 * i, src + i, (n - i) * sizeof(float));
+    return;
+  }
+  if (dtype == SOFTMAX_DTYPE_F16 && !kHardwareF16) {
+    for (; i < n; ++i) {
+      const uint16_t h = float_to_f16(src[i]);
+      std::memcpy(p + 2 * i, &h, 2);
+    }
     return;
   }
   for (; i + N <= n; i += N) Store16(d, dtype, hn::LoadU(d, src + i), p + 2 * i);

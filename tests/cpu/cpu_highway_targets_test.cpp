@@ -1,0 +1,54 @@
+// The Highway kernels are compiled for several x86 targets (AVX-512, AVX2, SSE4, SSSE3, scalar)
+// and the best one the CPU supports is used; the others only run on older machines. This suite
+// forces each target this CPU can run, one after another, and checks it against the float64
+// reference, including non-finite rows (whose NaN propagation differs between targets' max).
+// Built only when libsoftmax uses Highway.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cstdio>
+#include <limits>
+
+#include "cpu_test_util.h"
+
+namespace {
+
+using softmax_cpu_test::Buffer;
+
+class ForcedTarget {
+ public:
+  explicit ForcedTarget(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
+  ~ForcedTarget() { hwy::SetSupportedTargetsForTest(0); }
+};
+
+TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
+  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
+  int tested = 0;
+  for (int64_t target = 1; target != 0 && target <= runnable; target <<= 1) {
+    if ((runnable & target) == 0) continue;
+    ForcedTarget forced(target);
+    ++tested;
+    std::printf("forcing Highway target %s\n", hwy::TargetName(target));
+    for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
+      for (const int64_t cols : {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{33}, int64_t{65}, int64_t{1025},
+                                 int64_t{20001}}) {
+        for (const bool log_softmax : {false, true}) {
+          const int64_t rows = 6;
+          const uint64_t seed = softmax_test::fresh_seed();
+          Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
+          const float inf = std::numeric_limits<float>::infinity();
+          x.set(size_t(1 * cols + cols / 2), std::numeric_limits<float>::quiet_NaN());
+          x.set(size_t(2 * cols), inf);
+          for (int64_t c = 0; c < cols; ++c) x.set(size_t(3 * cols + c), -inf);
+          x.set(size_t(4 * cols + cols - 1), -inf);
+          const Buffer y = softmax_cpu_test::run_rows(x, rows, cols, log_softmax);
+          ASSERT_TRUE(softmax_cpu_test::rows_match_reference(x, y, rows, cols, log_softmax, seed))
+              << "target " << hwy::TargetName(target);
+        }
+      }
+    }
+  }
+  EXPECT_GT(tested, 0);
+}
+
+}  // namespace
