@@ -82,6 +82,7 @@ void make_gpu_case(GpuCase* c, Shape shape, softmax_dtype dtype, bool with_mask,
   const size_t footprint = 2 * c->bytes_x + c->bytes_mask;
   const size_t want = 4 * l2_bytes;  // four L2s of distinct data between two uses of one set
   c->sets = static_cast<int>(std::min<size_t>(64, std::max<size_t>(1, (want + footprint - 1) / footprint)));
+  c->batch = c->sets > 1 ? 10 : 1;
   c->x = DeviceBuffer(c->stride_x * c->sets);
   c->y = DeviceBuffer(c->stride_x * c->sets);
   if (with_mask) c->mask = DeviceBuffer(c->stride_mask * c->sets);
@@ -123,7 +124,7 @@ LaunchResult LaunchResult::from_status(softmax_status s) {
 }
 
 std::vector<double> time_device_ms(const Launch& launch, int warmup, int reps, cudaStream_t stream,
-                                   LaunchResult* failure) {
+                                   LaunchResult* failure, int batch) {
   for (int i = 0; i < warmup; ++i) {
     const LaunchResult r = launch(i + 1);
     if (!r.ok) return *failure = r, std::vector<double>{};
@@ -131,11 +132,14 @@ std::vector<double> time_device_ms(const Launch& launch, int warmup, int reps, c
   std::vector<cudaEvent_t> events(reps + 1);
   for (cudaEvent_t& e : events) BENCH_CUDA_CHECK(cudaEventCreate(&e));
   BENCH_CUDA_CHECK(cudaEventRecord(events[0], stream));
-  for (int i = 0; i < reps; ++i) {
-    const LaunchResult r = launch(i + warmup + 1);
-    if (!r.ok) {
-      *failure = r;
-      break;
+  int next = warmup + 1;
+  for (int i = 0; i < reps && failure->ok; ++i) {
+    for (int b = 0; b < batch; ++b) {
+      const LaunchResult r = launch(next++);
+      if (!r.ok) {
+        *failure = r;
+        break;
+      }
     }
     BENCH_CUDA_CHECK(cudaEventRecord(events[i + 1], stream));
   }
@@ -145,7 +149,7 @@ std::vector<double> time_device_ms(const Launch& launch, int warmup, int reps, c
     for (int i = 0; i < reps; ++i) {
       float t = 0;
       BENCH_CUDA_CHECK(cudaEventElapsedTime(&t, events[i], events[i + 1]));
-      ms.push_back(t);
+      ms.push_back(static_cast<double>(t) / batch);
     }
   }
   for (cudaEvent_t& e : events) BENCH_CUDA_CHECK(cudaEventDestroy(e));
@@ -239,7 +243,7 @@ Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
   row.check = row.max_err <= row.tolerance ? "pass" : "FAIL";
 
   LaunchResult failure;
-  const std::vector<double> ms = time_device_ms(launch, warmup, reps, stream, &failure);
+  const std::vector<double> ms = time_device_ms(launch, warmup, reps, stream, &failure, c.batch);
   if (!failure.ok) {
     row.check = "FAIL";
     row.note = "failed while timing: " + failure.message;
@@ -248,7 +252,9 @@ Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
     row.reps = reps;
     finish_rates(&row);
   }
-  if (c.sets > 1) row.note += (row.note.empty() ? "" : "; ") + std::to_string(c.sets) + " input sets rotated";
+  if (c.sets > 1)
+    row.note += (row.note.empty() ? "" : "; ") + std::to_string(c.sets) + " input sets rotated, " +
+                std::to_string(c.batch) + " launches per sample";
   report->add(row);
   return row;
 }
@@ -267,7 +273,7 @@ Row measure_gpu_copy(Report* report, GpuCase& c, const std::string& section, int
     return LaunchResult::from_cuda(cudaMemcpyAsync(c.y_at(s), c.x_at(s), c.bytes_x, cudaMemcpyDeviceToDevice, stream));
   };
   LaunchResult failure;
-  const std::vector<double> ms = time_device_ms(copy, warmup, reps, stream, &failure);
+  const std::vector<double> ms = time_device_ms(copy, warmup, reps, stream, &failure, c.batch);
   if (!failure.ok) {
     row.check = "FAIL";
     row.note = failure.message;

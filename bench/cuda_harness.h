@@ -53,6 +53,7 @@ struct GpuCase {
   size_t bytes_x = 0;     // one set's x (= y) bytes
   size_t bytes_mask = 0;  // one set's mask bytes (0: no mask buffers)
   int sets = 1;
+  int batch = 1;          // launches per timed sample: 10 when sets > 1 (small problems), else 1
   DeviceBuffer x, y, mask;
   void* x_at(int s) const { return x.get() + static_cast<size_t>(s % sets) * stride_x; }
   void* y_at(int s) const { return y.get() + static_cast<size_t>(s % sets) * stride_x; }
@@ -79,10 +80,12 @@ struct LaunchResult {
 };
 using Launch = std::function<LaunchResult(int set)>;
 
-// Per-launch times in ms: `warmup` untimed launches, then `reps` launches back to back on
-// `stream`, each between two events. The first failing launch aborts with its result.
+// Per-launch times in ms: `warmup` untimed launches, then `reps` samples back to back on
+// `stream`, each sample `batch` launches between two events, divided by `batch`. (Batches are for
+// problems of a few MiB, whose launches take microseconds: an event pair per launch would add
+// its own overhead to every sample.) The first failing launch aborts with its result.
 std::vector<double> time_device_ms(const Launch& launch, int warmup, int reps, cudaStream_t stream,
-                                   LaunchResult* failure);
+                                   LaunchResult* failure, int batch = 1);
 
 // What the output of set 0 must be. `uniforms` (host copies, one vector per sampled row)
 // replace the Philox keep decision for the pre-generated-uniform dropout variant.

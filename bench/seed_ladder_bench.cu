@@ -38,10 +38,13 @@ void run_seed_ladder(const Options& o, Report* report, const GpuInfo& gpu, cudaS
 
   Expectation loose;
   loose.float_sum = true;  // the rungs keep float running sums, as in the article
-  // One thread over 2^20 elements takes ~0.1 s per launch: a few reps are plenty.
+  // One thread over 2^20 elements takes ~0.15 s per launch: a few single-launch samples suffice.
+  const int batch = c.batch;
+  c.batch = 1;
   Row naive = measure_gpu_variant(report, c, "ladder", "01_naive_one_thread", xy, copy.gbs, loose,
                                   [&](int s) { return LaunchResult::from_cuda(seed_ladder::launch_naive_one_thread(fx(s), fy(s), n, stream)); },
                                   1, 3, stream);
+  c.batch = batch;
   Row shuffle = measure_gpu_variant(report, c, "ladder", "02_warp_shuffle_reduce", xy, copy.gbs, loose,
                                     [&](int s) { return LaunchResult::from_cuda(seed_ladder::launch_warp_shuffle_reduce(fx(s), fy(s), n, stream)); },
                                     o.warmup, reps, stream);
