@@ -7,8 +7,9 @@ the library's ratios per shape (issues 3 and 4).
 
 libsoftmax is loaded with ctypes through its C ABI (path from --lib or $SOFTMAX_LIBRARY) and runs
 on PyTorch's current stream. Times are medians of CUDA-event-timed launches after warm-up;
-GB/s = (bytes of x + bytes of y) / time, as in softmax_bench. The default shape list finishes in
-about three minutes on an H200, torch.compile warm-up included.
+GB/s = (bytes of x + bytes of y) / time, as in softmax_bench. The default shape list (DESIGN.md's
+18 anchor shapes) took about two minutes on an H200, torch.compile warm-up included; --shapes
+picks others.
 """
 import argparse
 import ctypes
@@ -26,8 +27,12 @@ LIB_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 BACKEND_CUDA = 2
 FLAG_LOG = 1
 P = 0.1
-# 1 GiB of fp32 per shape (bf16: half of that), the shapes of DESIGN.md; dropout at issue 4's.
-DEFAULT_SHAPES = "f32:2097152x128,f32:262144x1024,f32:65536x4096,f32:8192x32768,f32:1x268435456,bf16:262144x1024"
+# DESIGN.md's anchor table: 1 GiB of fp32 per shape (bf16: half of that); dropout at issue 4's
+# shapes. About two minutes on an H200, torch.compile warm-up included.
+DEFAULT_SHAPES = ",".join(
+    ["f32:" + s for s in ("8388608x32", "2097152x128", "524288x512", "262144x1024", "131072x2048", "65536x4096",
+                          "32768x8192", "16384x16384", "8192x32768", "4096x65536", "256x1048576", "1x268435456")] +
+    ["bf16:" + s for s in ("8388608x32", "262144x1024", "65536x4096", "16384x16384", "4096x65536", "1x268435456")])
 DROPOUT_SHAPES = {(2097152, 128), (262144, 1024), (65536, 4096), (8192, 32768)}
 
 
@@ -125,7 +130,7 @@ def parse_shapes(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default=os.environ.get("SOFTMAX_LIBRARY"), help="path of libsoftmax.so")
-    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="dtype:ROWSxCOLS,... (default: %(default)s)")
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="dtype:ROWSxCOLS,... (default: the 18 anchor shapes)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
