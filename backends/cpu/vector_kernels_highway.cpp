@@ -290,6 +290,18 @@ HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size
   }
 }
 
+// Where a chunk's finished fp32 values go: straight into y when it is f32, 4-byte aligned and
+// not streamed, else into the thread's Output buffer for WriteTile.
+HWY_INLINE float* ChunkOut(void* y, softmax_dtype dtype, int64_t n, bool stream) {
+  if (dtype == SOFTMAX_DTYPE_F32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0)
+    return static_cast<float*>(y);
+  return thread_scratch_floats(ScratchSlot::Output, size_t(n));
+}
+
+HWY_INLINE void FinishChunkOut(float* out, void* y, softmax_dtype dtype, int64_t n, bool stream) {
+  if (out != y) WriteTile(out, y, dtype, size_t(n), stream);
+}
+
 // ---- the table entries ---------------------------------------------------------------------
 
 // Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`. A row with a
@@ -351,10 +363,27 @@ template <size_t kVecs>
 HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
                               bool log_softmax, bool stream) {
   const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
-  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
-  float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
+  if (dtype == SOFTMAX_DTYPE_F32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
+    // Output that stays in cache: finish each row straight into y. In place is fine: every
+    // routine reads an element (or the whole row) before it writes the same position.
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      if (kVecs > 0) {
+        RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
+      } else {
+        RowInL1(xr, yr, size_t(cols), log_softmax);
+      }
+    }
+    return;
+  }
+  // Otherwise finish a tile of rows in L1 and write it out in one sweep: with non-temporal
+  // stores for big outputs (y's lines are not read before being overwritten), and converted
+  // for 16-bit storage.
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, rows - r0);
     for (int64_t r = 0; r < nr; ++r) {
@@ -399,7 +428,7 @@ ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float
 void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
                      bool stream) {
   const float* xc = AsF32(x, dtype, size_t(n));
-  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  float* out = ChunkOut(y, dtype, n, stream);
   const DF d;
   const size_t N = hn::Lanes(d);
   const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
@@ -410,26 +439,26 @@ void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Chu
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
     StoreTail(d, hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), out + i, size_t(n) - i);
   }
-  WriteTile(out, y, dtype, size_t(n), stream);
+  FinishChunkOut(out, y, dtype, n, stream);
 }
 
 void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
-  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  float* out = ChunkOut(y, dtype, n, stream);
   const DF d;
   const size_t N = hn::Lanes(d);
   const VF vf = hn::Set(d, factor);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) hn::StoreU(hn::Mul(hn::LoadU(d, e + i), vf), d, out + i);
   for (; i < size_t(n); ++i) out[i] = e[i] * factor;
-  WriteTile(out, y, dtype, size_t(n), stream);
+  FinishChunkOut(out, y, dtype, n, stream);
 }
 
 void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
                bool stream) {
   const float* xc = AsF32(x, dtype, size_t(n));
-  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  float* out = ChunkOut(y, dtype, n, stream);
   LogOut(xc, out, size_t(n), max, log_sum);
-  WriteTile(out, y, dtype, size_t(n), stream);
+  FinishChunkOut(out, y, dtype, n, stream);
 }
 
 void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
