@@ -192,7 +192,7 @@ void run_cpu_section(const Options& o, Report* report) {
             },
             onednn.impl_name());
         if (lib.check == "pass" && anchor.check == "pass") {
-          char line[200];
+          char line[320];
           std::snprintf(line, sizeof line,
                         "cpu %s %s: libsoftmax/oneDNN = %.2fx (%.1f vs %.1f GB/s; copy %.1f GB/s; "
                         "goal >= 1.5x and >= 40 GB/s); max_err lib %.1e, oneDNN %.1e",
