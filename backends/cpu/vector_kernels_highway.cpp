@@ -318,7 +318,7 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
   }
 }
 
-// Rows of at most kVecs vectors (64 floats on AVX-512), held in registers from load to store: no
+// Rows of at most kVecs vectors (up to 128 floats on AVX-512), held in registers from load to store: no
 // loops, no re-reads, no tile pass. Tiny rows are dominated by per-row overhead and by the
 // latency of the two cross-lane reductions, so this path keeps the instruction count per row
 // small and lets out-of-order execution overlap consecutive rows. Masked loads and stores
@@ -401,11 +401,15 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
 void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
                bool log_softmax, bool stream) {
   const int64_t N = int64_t(hn::Lanes(DF()));
-  if (kHaveFaultFreeMaskedLoad && cols <= 4 * N) {
+  if (kHaveFaultFreeMaskedLoad && cols <= 8 * N) {
     if (cols <= N) return ShortRowsWith<1>(x, y, dtype, rows, cols, log_softmax, stream);
     if (cols <= 2 * N) return ShortRowsWith<2>(x, y, dtype, rows, cols, log_softmax, stream);
     if (cols <= 3 * N) return ShortRowsWith<3>(x, y, dtype, rows, cols, log_softmax, stream);
-    return ShortRowsWith<4>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 4 * N) return ShortRowsWith<4>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 5 * N) return ShortRowsWith<5>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 6 * N) return ShortRowsWith<6>(x, y, dtype, rows, cols, log_softmax, stream);
+    if (cols <= 7 * N) return ShortRowsWith<7>(x, y, dtype, rows, cols, log_softmax, stream);
+    return ShortRowsWith<8>(x, y, dtype, rows, cols, log_softmax, stream);
   }
   ShortRowsWith<0>(x, y, dtype, rows, cols, log_softmax, stream);
 }
