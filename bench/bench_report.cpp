@@ -67,6 +67,8 @@ void Report::add(const Row& r) {
   std::fflush(stdout);
 }
 
+void Report::set_meta(const std::string& key, const std::string& value) { meta_.push_back({key, value}); }
+
 void Report::summary(const std::string& line) {
   summaries_.push_back(line);
   std::printf("-- %s\n", line.c_str());
@@ -102,7 +104,10 @@ const Row* Report::find(const std::string& device, const std::string& section, i
 bool Report::write_json(const std::string& path, const std::string& meta_json) const {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return false;
-  std::fprintf(f, "{\n \"meta\": %s,\n \"summary\": [", meta_json.c_str());
+  std::string meta = meta_json;  // "{...}": the caller's fields, then those set with set_meta
+  for (const auto& kv : meta_)
+    meta.insert(meta.size() - 1, ", \"" + json_escape(kv.first) + "\": \"" + json_escape(kv.second) + "\"");
+  std::fprintf(f, "{\n \"meta\": %s,\n \"summary\": [", meta.c_str());
   for (size_t i = 0; i < summaries_.size(); ++i)
     std::fprintf(f, "%s\n  \"%s\"", i ? "," : "", json_escape(summaries_[i]).c_str());
   std::fprintf(f, "\n ],\n \"rows\": [");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -39,6 +40,8 @@ class Report {
   // A line printed again at the end ("library/oneDNN at 2048x32768: 1.62x").
   void summary(const std::string& line);
   void section_header(const std::string& title);
+  // A string written into the JSON file's "meta" object (e.g. "gpu": "NVIDIA H200").
+  void set_meta(const std::string& key, const std::string& value);
   void print_summary() const;
   bool write_json(const std::string& path, const std::string& meta_json) const;
   int failures() const { return failures_; }
@@ -50,6 +53,7 @@ class Report {
  private:
   std::vector<Row> rows_;
   std::vector<std::string> summaries_;
+  std::vector<std::pair<std::string, std::string>> meta_;
   int failures_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 
@@ -40,6 +41,16 @@ const std::vector<Shape> kFullShapes = {{2097152, 32}, {524288, 128},  {65536, 1
 const std::vector<Shape> kQuickShapes = {{512, 1024}, {4099, 33}, {1, 300007}};
 
 constexpr float kDropoutP = 0.1f;
+
+// "model name" from /proc/cpuinfo, for the JSON file's meta.
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
+      return line.substr(line.find(':') + 2);
+  return "unknown";
+}
 
 // A variant's call: true on success, else false with a message and whether it was only
 // "unavailable" (not a failure).
@@ -130,13 +141,15 @@ void run_cpu_section(const Options& o, Report* report) {
   const int threads = o.threads;
   omp_set_num_threads(threads);  // oneDNN (OpenMP runtime) follows this too
 
-  std::printf("\nCPU section: %d thread(s), %d timed reps (median), warm-up %d, library %s\n", threads,
-              reps, o.warmup, softmax_version());
+  std::printf("\nCPU section: %s, %d thread(s), %d timed reps (median), warm-up %d, library %s\n",
+              cpu_model_name().c_str(), threads, reps, o.warmup, softmax_version());
 #if defined(SOFTMAX_BENCH_HAVE_ONEDNN)
   std::printf("oneDNN %s is the anchor\n", OneDnnSoftmax::version().c_str());
 #else
   std::printf("oneDNN was not found at configure time (Debian libdnnl-dev): no onednn rows\n");
 #endif
+  report->set_meta("cpu", cpu_model_name());
+  report->set_meta("cpu_threads", std::to_string(threads));
   report->section_header("CPU: row softmax (GB/s = bytes of x + bytes of y over the median time)");
 
   for (softmax_dtype dtype : dtypes) {

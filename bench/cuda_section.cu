@@ -161,6 +161,7 @@ void run_cuda_section(const Options& o, Report* report) {
   std::printf("\nCUDA section: %s, %d SMs, L2 %.0f MiB, %.1f GiB; warm-up %d; CUDA events, median\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1048576.0,
               prop.totalGlobalMem / 1073741824.0, o.warmup);
+  report->set_meta("gpu", prop.name);
   cudaStream_t stream;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   if (o.gpu_parts.count("rows")) run_gpu_rows_table(o, report, gpu, stream);
