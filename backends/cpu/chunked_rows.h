@@ -49,10 +49,13 @@ struct RowsView {
   size_t total() const { return size_t(rows) * size_t(cols); }
 };
 
-// Threads for a call: the caller's choice (0 = OpenMP's default), but one thread for calls too
-// small to repay waking the pool. The count never changes results, only speed.
+// Threads for a call: the caller's choice (0 = OpenMP's default), capped at 4 per processor
+// (more only adds overhead, and an unchecked count such as INT32_MAX would make the OpenMP
+// runtime abort), and one thread for calls too small to repay waking the pool. The count never
+// changes results, only speed.
 inline int threads_for(const ExecContext& ctx, size_t elements) {
   int t = ctx.num_threads > 0 ? ctx.num_threads : omp_get_max_threads();
+  t = std::min(t, 4 * std::max(1, omp_get_num_procs()));
   if (elements < 32768) t = 1;
   return std::max(t, 1);
 }
