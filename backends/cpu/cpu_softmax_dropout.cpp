@@ -10,7 +10,6 @@
 #include "backends/common/philox.h"
 #include "backends/cpu/chunked_rows.h"
 #include "backends/cpu/cpu_drivers.h"
-#include "backends/cpu/dropout_keep_bytes.h"
 
 namespace softmax_internal {
 namespace cpu {
@@ -57,7 +56,7 @@ Outcome softmax_dropout(const RowsProblem& problem, const DropoutParams& d, cons
         uint8_t* keep = d.keep_mask != nullptr
                             ? d.keep_mask + first
                             : static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(n)));
-        dropout_keep_bytes(d.seed, d.offset, d.p, first, n, keep);
+        k.keep_bytes(d.seed, d.offset, d.p, first, n, keep);
         k.finish_dropout(v.x_at(r, c), v.y_at(r, c), v.dtype, n, chunk_finish(part, norm, scale), keep);
       });
   if (!ok) return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory");

@@ -62,6 +62,10 @@ struct VectorKernels {
   void (*finish_dropout)(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
                          const uint8_t* keep);
 
+  // Dropout keep decisions of flat elements first .. first+n-1 as 0/1 bytes, exactly
+  // dropout_keep() of backends/common/philox.h (see dropout_keep_bytes.h).
+  void (*keep_bytes)(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep);
+
   // Publishes non-temporal stores of the calling thread (a fence); call before a barrier.
   void (*stream_fence)();
 };

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "backends/common/half_bits.h"
+#include "backends/cpu/dropout_keep_bytes.h"
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
@@ -232,7 +233,7 @@ void stream_fence() {}
 const VectorKernels& portable_vector_kernels() {
   static const VectorKernels kernels{"portable (target_clones)", short_rows, chunk_partial,
                                      finish_recompute, finish_stored, finish_log, finish_dropout,
-                                     stream_fence};
+                                     dropout_keep_bytes, stream_fence};
   return kernels;
 }
 

@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <limits>
+#include <vector>
 
+#include "backends/common/philox.h"
 #include "cpu_test_util.h"
 
 namespace {
@@ -49,6 +51,31 @@ TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
     }
   }
   EXPECT_GT(tested, 0);
+}
+
+TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
+  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
+  for (int64_t target = 1; target != 0 && target <= runnable; target <<= 1) {
+    if ((runnable & target) == 0) continue;
+    ForcedTarget forced(target);
+    for (const int64_t cols : {int64_t{3}, int64_t{33}, int64_t{1027}}) {
+      for (const uint64_t offset : {uint64_t{0}, uint64_t{5}}) {
+        const int64_t rows = 7;
+        const uint64_t seed = softmax_test::fresh_seed();
+        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * cols), seed);
+        Buffer y(SOFTMAX_DTYPE_F32, x.size());
+        std::vector<uint8_t> mask(x.size(), 0xAB);
+        const softmax_options o = softmax_cpu_test::cpu_options();
+        ASSERT_EQ(softmax_dropout(x.data(), y.data(), mask.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.37f, seed,
+                                  offset, &o),
+                  SOFTMAX_STATUS_SUCCESS);
+        for (size_t i = 0; i < mask.size(); ++i) {
+          ASSERT_EQ(mask[i], softmax_internal::dropout_keep(seed, offset, i, 0.37f) ? 1 : 0)
+              << "target " << hwy::TargetName(target) << " element " << i << " seed " << seed;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -78,6 +78,19 @@ int main(int argc, char** argv) {
       std::printf("%-14s %s %8.2f ms %7.1f GB/s   cpu %7.1f GB/s\n", name.c_str(), log ? "log " : "soft",
                   best * 1e3, 8.0 * n / best / 1e9, 8.0 * n / best_cpu / 1e9);
     }
+    {
+      // Fused softmax + dropout (p = 0.1) with the uint8 mask written too.
+      std::vector<uint8_t> mask(n);
+      opt.flags = 0;
+      double best = 1e9;
+      for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        softmax_dropout(x.data(), y.data(), mask.data(), s[0], s[1], SOFTMAX_DTYPE_F32, 0.1f, 42, 0, &opt);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%-14s drop %8.2f ms %7.1f GB/s (x + y; the mask adds 1 byte per element)\n", name.c_str(),
+                  best * 1e3, 8.0 * n / best / 1e9);
+    }
     if (s[0] == 1) {
       opt.flags = 0;
       softmax_rows(x.data(), y.data(), 1, int64_t(n), SOFTMAX_DTYPE_F32, &opt);
