@@ -60,8 +60,15 @@ inline int threads_for(const ExecContext& ctx, size_t elements) {
   return std::max(t, 1);
 }
 
-// Non-temporal stores pay off once the output is much bigger than the caches that would keep it.
-inline bool stream_output(const RowsView& v) { return v.total() * v.esize >= (size_t{8} << 20); }
+// Non-temporal stores pay off once the output is much bigger than the caches that would keep it
+// (and y will not be read back soon). SOFTMAX_CPU_STREAM_STORES=0 or =1 in the environment
+// overrides the size rule, for measuring either choice on a given machine.
+int stream_stores_override();  // -1: size rule, 0: never, 1: always (read once, cpu_backend.cpp)
+inline bool stream_output(const RowsView& v) {
+  const int forced = stream_stores_override();
+  if (forced >= 0) return forced == 1;
+  return v.total() * v.esize >= (size_t{32} << 20);
+}
 
 // Runs both phases over every chunk of every row. `finish(row, chunk, partial, normaliser,
 // stored_exp)` does phase 2 of one chunk; stored_exp points at that chunk's e_i when
@@ -88,7 +95,8 @@ bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols,
             parts[c] = k.chunk_partial(v.x_at(r, c), v.dtype, v.chunk_len(c),
                                        e ? e + c * kChunkElems : nullptr);
           const RowNormaliser norm = merge_chunk_partials(parts, chunks);
-          for (int64_t c = 0; c < chunks; ++c)
+          // Backwards: the last chunks phase 1 touched are the ones still in cache.
+          for (int64_t c = chunks - 1; c >= 0; --c)
             finish(r, c, parts[c], norm, e ? e + c * kChunkElems : nullptr);
         } catch (...) {
           failed.store(true);
@@ -106,8 +114,12 @@ bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols,
   norms.resize(size_t(v.rows));
 #pragma omp parallel num_threads(threads)
   {
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < items; ++i) {
+    // Each thread owns one contiguous range of (row, chunk) items in both phases. Phase 1 walks
+    // it forwards, phase 2 backwards, so phase 2 starts on the chunks phase 1 read last, which
+    // are the ones still in this core's caches.
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    const int64_t begin = items * tid / nth, end = items * (tid + 1) / nth;
+    for (int64_t i = begin; i < end; ++i) {
       try {
         parts[size_t(i)] = k.chunk_partial(v.x_at(i / chunks, i % chunks), v.dtype,
                                            v.chunk_len(i % chunks), nullptr);
@@ -115,12 +127,11 @@ bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols,
         failed.store(true);
       }
     }
+#pragma omp barrier
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < v.rows; ++r) norms[size_t(r)] = merge_chunk_partials(&parts[size_t(r * chunks)], chunks);
-    // Same static split as phase 1, so a thread's phase-2 chunks are the ones it just read.
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < items; ++i) {
-      if (failed.load(std::memory_order_relaxed)) continue;
+    for (int64_t i = end - 1; i >= begin; --i) {
+      if (failed.load(std::memory_order_relaxed)) break;
       try {
         finish(i / chunks, i % chunks, parts[size_t(i)], norms[size_t(i / chunks)], nullptr);
       } catch (...) {

@@ -24,6 +24,17 @@ const VectorKernels& vector_kernels() {
   return chosen;
 }
 
+int stream_stores_override() {
+  static const int value = [] {
+    const char* v = std::getenv("SOFTMAX_CPU_STREAM_STORES");
+    if (v == nullptr) return -1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    if (std::strcmp(v, "1") == 0) return 1;
+    return -1;
+  }();
+  return value;
+}
+
 namespace {
 
 // The CPU can always run: OpenMP falls back to one thread if it cannot start more.
