@@ -160,6 +160,15 @@ SOFTMAX_CPU_CLONES
 void short_rows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
                 bool log_softmax, bool /*stream*/) {
   const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  if (dtype == SOFTMAX_DTYPE_F32 && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
+    // f32: finish rows straight into y (each routine reads an element before writing its
+    // position, so in place is fine).
+    for (int64_t r = 0; r < rows; ++r) {
+      row_in_l1(static_cast<const float*>(x) + r * cols, static_cast<float*>(y) + r * cols, size_t(cols),
+                log_softmax);
+    }
+    return;
+  }
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   const unsigned char* xb = static_cast<const unsigned char*>(x);
