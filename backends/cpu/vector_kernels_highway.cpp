@@ -325,7 +325,9 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
 // latency of the two cross-lane reductions, so this path keeps the instruction count per row
 // small and lets out-of-order execution overlap consecutive rows. Masked loads and stores
 // (which never touch memory outside the mask on AVX2/AVX-512) handle the partial last vector.
-template <size_t kVecs>
+// With kStream, `out` is y itself, vector-aligned, and n == kVecs * N: the finished vectors
+// go out with non-temporal stores.
+template <size_t kVecs, bool kStream = false>
 HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_softmax) {
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -352,8 +354,30 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
     const VF f = hn::Set(d, static_cast<float>(1.0 / double(s)));
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Mul(e[k], f);
   }
+  if (kStream) {
+    for (size_t k = 0; k < kVecs; ++k) hn::Stream(e[k], d, out + k * N);
+    return;
+  }
   for (size_t k = 0; k + 1 < kVecs; ++k) hn::StoreU(e[k], d, out + k * N);
   hn::BlendedStore(e[kVecs - 1], last_mask, d, out + (kVecs - 1) * N);
+}
+
+// RowInL1 for a vector-aligned f32 row of y whose length is a multiple of the vector: the e_i
+// wait in `scratch` (L1) and the scale pass writes them straight to y with non-temporal stores,
+// so the output costs one sweep and no separate copy.
+HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t n, bool log_softmax) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const float max = RowMax(x, n);
+  if (log_softmax) {
+    const float s = ExpSum<false>(x, n, max, nullptr);
+    const VF vm = hn::Set(d, max), vl = hn::Set(d, static_cast<float>(std::log(double(s))));
+    for (size_t i = 0; i < n; i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+  } else {
+    const float s = ExpSum<true>(x, n, max, scratch);
+    const VF f = hn::Set(d, static_cast<float>(1.0 / double(s)));
+    for (size_t i = 0; i < n; i += N) hn::Stream(hn::Mul(hn::Load(d, scratch + i), f), d, y + i);
+  }
 }
 
 // Whether RowInRegisters is safe here: it needs masked loads that do not fault.
@@ -377,6 +401,23 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
         RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
       } else {
         RowInL1(xr, yr, size_t(cols), log_softmax);
+      }
+    }
+    return;
+  }
+  const size_t N = hn::Lanes(DF());
+  if (dtype == SOFTMAX_DTYPE_F32 && stream && size_t(cols) % N == 0 &&
+      reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0) {
+    // Every row of y starts on a vector boundary: finish rows straight into y with
+    // non-temporal stores (the same arithmetic as the other branches).
+    float* scratch = kVecs > 0 ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      if (kVecs > 0) {
+        RowInRegisters<kVecs == 0 ? 1 : kVecs, true>(xr, yr, size_t(cols), log_softmax);
+      } else {
+        RowInL1Streamed(xr, yr, scratch, size_t(cols), log_softmax);
       }
     }
     return;

@@ -4,6 +4,7 @@
 // depends on the row count, never shows in the result).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu_test_util.h"
@@ -53,6 +54,45 @@ TEST(CpuDeterminism, RowAloneEqualsRowInBatch) {
           ASSERT_EQ(0, std::memcmp(yr.data(), all.bytes.data() + size_t(r * cols) * es, size_t(cols) * es))
               << softmax_test::dtype_name(dtype) << " cols " << cols << " row " << r
               << (log_softmax ? " log" : "") << " seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Outputs of 32 MiB and more go out through non-temporal stores, by a different route when y
+// and every row are vector-aligned. Those routes must give the bits of the ordinary one (a
+// single row, whose output is small) and match the reference.
+TEST(CpuDeterminism, StreamedOutputsEqualSmallCalls) {
+  struct AlignedFloats {
+    float* p;
+    explicit AlignedFloats(size_t n) : p(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))) {}
+    ~AlignedFloats() { std::free(p); }
+  };
+  for (const int64_t cols : {int64_t{128}, int64_t{1024}, int64_t{1040}, int64_t{33}}) {
+    for (const size_t misalign : {size_t{0}, size_t{1}}) {
+      for (const bool log_softmax : {false, true}) {
+        const int64_t rows = ((int64_t{32} << 20) / 4 + cols - 1) / cols;
+        const size_t n = size_t(rows * cols);
+        const uint64_t seed = softmax_test::fresh_seed();
+        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, n, seed);
+        AlignedFloats y(n + 16);
+        float* yp = y.p + misalign;
+        const softmax_options o = softmax_cpu_test::cpu_options(2, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+        ASSERT_EQ(softmax_rows(x.data(), yp, rows, cols, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_SUCCESS);
+        const size_t es = 4;
+        for (const int64_t r : {int64_t{0}, rows / 3, rows - 1}) {
+          Buffer xr(SOFTMAX_DTYPE_F32, size_t(cols));
+          std::memcpy(xr.data(), x.bytes.data() + size_t(r * cols) * es, size_t(cols) * es);
+          const Buffer yr = softmax_cpu_test::run_rows(xr, 1, cols, log_softmax, 1);
+          ASSERT_EQ(0, std::memcmp(yr.data(), yp + r * cols, size_t(cols) * es))
+              << "cols " << cols << " misalign " << misalign << " row " << r << (log_softmax ? " log" : "")
+              << " seed " << seed;
+          ASSERT_TRUE(softmax_cpu_test::rows_match_reference(xr, yr, 1, cols, log_softmax, seed));
         }
       }
     }
