@@ -18,16 +18,45 @@ namespace cg = cooperative_groups;
 namespace softmax_internal {
 namespace cuda_kernels {
 
+constexpr int kClusterGridWaves = 8;
+
+// Cluster barrier halves (PTX barrier.cluster). Only the thread that wrote a slot needs release
+// semantics; a release on every thread would make each wait for its earlier global stores.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // acquire
+}
+
+// The caller's thread 0 has just stored this block's slot; after the call every block of the
+// cluster may read every block's slot.
+__device__ __forceinline__ void cluster_publish_wait() {
+  if (threadIdx.x == 0) {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+  } else {
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+  }
+  cluster_wait();
+}
+
 // Each block owns `slice` consecutive columns of its row (a multiple of kVec; the last block
 // may own fewer); thread t holds accesses t, t + blockDim, ... of the slice. The cluster size
-// comes from the launch attribute (1 when launched without clusters).
-template <class T, bool kDropout, int kVec>
+// comes from the launch attribute (1 when launched without clusters). The grid is persistent
+// (a few waves of resident blocks), so each cluster loops over rows instead of paying a block
+// launch per short row.
+//
+// Per row, one cluster exchange: each block reduces its own (max, sum of exp relative to that
+// max) and the blocks swap these pairs, merged with the online rule in rank order, so every
+// block derives the same row max M and sum S; a block's exps are then rescaled by
+// e^(m_block - M). One cluster barrier per row instead of two (max, then sum).
+template <class T, bool kDropout, int kVec, int kElemsPerThread>
 __global__ void __launch_bounds__(kClusterMaxThreads)
     cluster_row_softmax(const T* x, T* y, int64_t rows, int64_t cols, int64_t slice, RowEpilogue ep) {
-  constexpr int kPerThread = kClusterElemsPerThread / kVec;
+  constexpr int kPerThread = kElemsPerThread / kVec;
   __shared__ float max_scratch[32];
   __shared__ float sum_scratch[32];
-  __shared__ float cluster_slot[2];  // this block's max and sum, read by the other blocks
+  __shared__ float2 cluster_slot;  // this block's (max, sum), read by the other blocks
 
   cg::cluster_group cluster = cg::this_cluster();
   const int csize = static_cast<int>(cluster.num_blocks());
@@ -49,15 +78,9 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
         for (int j = 0; j < kVec; ++j) m = fmaxf(m, v[k][j]);
       }
     }
-    m = block_max(m, max_scratch);
-    if (csize > 1) {
-      if (threadIdx.x == 0) cluster_slot[0] = m;
-      cluster.sync();
-      m = *cluster.map_shared_rank(&cluster_slot[0], 0);
-      for (int r = 1; r < csize; ++r) m = fmaxf(m, *cluster.map_shared_rank(&cluster_slot[0], r));
-    }
-    const float m_log2e = m * kLog2e;
-
+    // The block's part: max m_b, and exps relative to part_shift(m_b) (see MaxSum).
+    const float m_block = block_max(m, max_scratch);
+    const float shift_log2e = part_shift(m_block) * kLog2e;
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
@@ -65,38 +88,51 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
       if (col < end) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
-          const float e = exp_shifted(v[k][j], m_log2e);
+          const float e = exp_shifted(v[k][j], shift_log2e);
           s += e;
           if (!ep.log_softmax) v[k][j] = e;
         }
       }
     }
-    s = block_sum(s, sum_scratch);
-    if (csize > 1) {
-      // Safe to overwrite: every block read slot 0 before arriving at the barrier below, and
-      // slot 1 of the previous row before arriving at this row's first cluster barrier.
-      if (threadIdx.x == 0) cluster_slot[1] = s;
-      cluster.sync();
-      s = *cluster.map_shared_rank(&cluster_slot[1], 0);
-      for (int r = 1; r < csize; ++r) s += *cluster.map_shared_rank(&cluster_slot[1], r);
-    }
+    const float s_block = block_sum(s, sum_scratch);
 
-    const RowScale rs = row_scale(m, s, ep, kDropout);
+    float M = m_block, S = s_block;
+    if (csize > 1) {
+      if (threadIdx.x == 0) cluster_slot = make_float2(m_block, s_block);
+      cluster_publish_wait();
+      MaxSum row_stats{-INFINITY, 0.0f};
+      for (int r = 0; r < csize; ++r) {
+        const float2 p = *cluster.map_shared_rank(&cluster_slot, r);
+        row_stats = merge(row_stats, MaxSum{p.x, p.y});
+      }
+      // "Done reading the others' slots": paired with the wait after the stores below, so
+      // nobody overwrites its slot (next row) or exits while a peer may still read it,
+      // without a full barrier between this row's stores and the next row (or the exit).
+      cluster_arrive_relaxed();
+      M = row_stats.m;
+      S = row_stats.s;
+    }
+    // The block's exps relative to M: zero for a part whose max is -inf (its exps are 0 or
+    // NaN already), which keeps an all -inf row NaN (0 * 1/0) and a finite row finite.
+    RowScale rs = row_scale(M, S, ep, kDropout);
+    const float rescale = m_block == -INFINITY ? 0.0f : exp2f((m_block - part_shift(M)) * kLog2e);
+    rs.scale *= rescale;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int64_t col = begin + (threadIdx.x + int64_t{k} * blockDim.x) * kVec;
       if (col < end) finish_chunk<T, kDropout, kVec>(v[k], y, row_start + col, rs, ep);
     }
+    if (csize > 1) cluster_wait();
   }
-  // No block may leave while another can still read its cluster_slot.
-  if (csize > 1) cluster.sync();
 }
 
-template <class T, bool kDropout, int kVec>
+template <class T, bool kDropout, int kVec, int kElemsPerThread>
 Outcome launch_shape(const LaunchArgs& a, int cluster, int threads) {
   const int64_t slice = ((a.cols + cluster - 1) / cluster + kVec - 1) / kVec * kVec;
-  // Rows beyond ~2^30 clusters are taken by the kernel's row loop.
-  const int64_t clusters = std::min<int64_t>(a.rows, (int64_t{1} << 30) / cluster);
+  // A persistent grid: kClusterGridWaves waves of resident clusters (by thread count; fewer
+  // fit when registers run out, which only adds waves), each looping over rows.
+  const int64_t resident_blocks = int64_t{a.limits->sm_count} * (a.limits->max_threads_per_sm / threads);
+  const int64_t clusters = std::min<int64_t>(a.rows, std::max<int64_t>(1, resident_blocks * kClusterGridWaves / cluster));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
   cfg.blockDim = dim3(threads);
@@ -109,32 +145,38 @@ Outcome launch_shape(const LaunchArgs& a, int cluster, int threads) {
   cfg.attrs = attr;
   cfg.numAttrs = cluster > 1 ? 1 : 0;
   const cudaError_t err =
-      cudaLaunchKernelEx(&cfg, cluster_row_softmax<T, kDropout, kVec>, static_cast<const T*>(a.x),
+      cudaLaunchKernelEx(&cfg, cluster_row_softmax<T, kDropout, kVec, kElemsPerThread>, static_cast<const T*>(a.x),
                          static_cast<T*>(a.y), a.rows, a.cols, slice, a.ep);
   if (err != cudaSuccess) return cuda_failure("cluster_row_softmax launch", err);
   return cuda_launch_outcome("cluster_row_softmax launch");
 }
 
-template <class T, bool kDropout>
+// The scalar variant (kVec = 1) exists with 16 elements per thread only (32 would spill).
+template <class T, bool kDropout, int kElemsPerThread>
 Outcome launch_typed(const LaunchArgs& a, int cluster, int threads) {
-  if (a.vector_ok) return launch_shape<T, kDropout, Storage<T>::kVec>(a, cluster, threads);
-  return launch_shape<T, kDropout, 1>(a, cluster, threads);
+  if (a.vector_ok) return launch_shape<T, kDropout, Storage<T>::kVec, kElemsPerThread>(a, cluster, threads);
+  if constexpr (kElemsPerThread == 16) return launch_shape<T, kDropout, 1, 16>(a, cluster, threads);
+  return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "cluster_row_softmax: scalar path holds 16 elements per thread");
 }
 
 template <class T>
-Outcome launch_dtype(const LaunchArgs& a, int cluster, int threads) {
-  return a.dropout ? launch_typed<T, true>(a, cluster, threads)
-                   : launch_typed<T, false>(a, cluster, threads);
+Outcome launch_dtype(const LaunchArgs& a, int cluster, int threads, int elems_per_thread) {
+  if (elems_per_thread == 32 && a.vector_ok) {
+    return a.dropout ? launch_typed<T, true, 32>(a, cluster, threads)
+                     : launch_typed<T, false, 32>(a, cluster, threads);
+  }
+  return a.dropout ? launch_typed<T, true, 16>(a, cluster, threads)
+                   : launch_typed<T, false, 16>(a, cluster, threads);
 }
 
 }  // namespace cuda_kernels
 
-Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads) {
+Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads, int elems_per_thread) {
   using namespace cuda_kernels;
   switch (a.dtype) {
-    case SOFTMAX_DTYPE_F32: return launch_dtype<float>(a, cluster, threads);
-    case SOFTMAX_DTYPE_F16: return launch_dtype<__half>(a, cluster, threads);
-    case SOFTMAX_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(a, cluster, threads);
+    case SOFTMAX_DTYPE_F32: return launch_dtype<float>(a, cluster, threads, elems_per_thread);
+    case SOFTMAX_DTYPE_F16: return launch_dtype<__half>(a, cluster, threads, elems_per_thread);
+    case SOFTMAX_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(a, cluster, threads, elems_per_thread);
   }
   return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "cluster_row_softmax: unknown dtype");
 }

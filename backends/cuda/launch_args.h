@@ -27,16 +27,21 @@ struct LaunchArgs {
 };
 
 // The three strategies; each returns the launch outcome (never synchronises).
-Outcome launch_warp_per_row(const LaunchArgs& a);
-// One row per cluster of `cluster` blocks (1 = a plain block per row) of `threads` threads.
-Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads);
-Outcome launch_split_row(const LaunchArgs& a);
+// grid_waves: the grid is at most this many full waves of resident blocks (the kernel loops
+// over the remaining rows).
+Outcome launch_warp_per_row(const LaunchArgs& a, int grid_waves = 8);
+// One row per cluster of `cluster` blocks (1 = a plain block per row) of `threads` threads,
+// each holding up to `elems_per_thread` (16 or 32) elements of the row.
+Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads, int elems_per_thread);
+// l2_share: a wave of rows takes at most 1/l2_share of the L2.
+Outcome launch_split_row(const LaunchArgs& a, int l2_share = 3);
 
 // Row capacities the launcher's table is built on (elements).
 constexpr int64_t kWarpRowMaxCols = 1024;
-constexpr int kClusterElemsPerThread = 16;
-constexpr int kClusterMaxSize = 8;  // portable cluster size: always schedulable on sm_90
-constexpr int kClusterMaxThreads = 512;  // 128 registers per thread: the 16 values never spill
-constexpr int64_t kClusterRowMaxCols = int64_t{kClusterElemsPerThread} * kClusterMaxThreads * kClusterMaxSize;
+constexpr int kClusterMaxElemsPerThread = 32;
+constexpr int kClusterMaxSize = 8;       // portable cluster size: always schedulable on sm_90
+constexpr int kClusterMaxThreads = 512;  // 128 registers per thread: 32 values never spill
+constexpr int64_t kClusterRowMaxCols =
+    int64_t{kClusterMaxElemsPerThread} * kClusterMaxThreads * kClusterMaxSize;
 
 }  // namespace softmax_internal

@@ -7,10 +7,12 @@
 //   normalize  merges all partials of its row with the online rule (every block of a row merges
 //              them in the same order, so they agree bit for bit) and then re-reads its part
 //              and writes y.
-// Rows go in waves of `wave_rows` rows sized to about a third of L2, and launch k runs the stats
-// of wave k next to the normalisation of wave k-1: the second read of each part then hits L2
-// (the part was read one launch earlier), and the two roles overlap instead of leaving a gap
-// between two kernels. One launch more than there are waves; partials are double-buffered by
+// Rows go in waves of `wave_rows` rows sized to about a third of L2, and launch k runs the
+// normalisation of wave k-1 (first in the grid) next to the stats of wave k: the second read
+// of each part then hits L2 (the part was the last thing read, by the previous launch), and
+// the two roles overlap instead of leaving a gap between two kernels. y is written with
+// streaming (evict-first) stores and the re-read is marked last-use, so neither pushes the
+// next wave's parts out of L2. One launch more than there are waves; partials are double-buffered by
 // wave parity in a stream-ordered (pool-backed, graph-capturable) workspace. The normalize role
 // walks its part backwards, so even a row larger than L2 re-reads its most recently fetched
 // tiles first.
@@ -40,13 +42,21 @@ struct SplitWave {
 };
 
 // Loads tile `tile_start` of a row (columns [tile_start, min(tile_start + kSplitTile, end))).
-template <class T, int kVec>
+// kLastUse: the normalize role's re-read, marked evict-first so it does not push out the wave
+// whose stats are being read next to it.
+template <class T, int kVec, bool kLastUse>
 __device__ __forceinline__ void load_tile(const T* row, int64_t tile_start, int64_t end,
                                           float (&v)[kSplitElemsPerThread / kVec][kVec]) {
 #pragma unroll
   for (int k = 0; k < kSplitElemsPerThread / kVec; ++k) {
     const int64_t col = tile_start + (threadIdx.x + int64_t{k} * kSplitThreads) * kVec;
-    if (col < end) Chunk<T, kVec>::load(row + col, v[k]);
+    if (col < end) {
+      if constexpr (kLastUse) {
+        Chunk<T, kVec>::load_last(row + col, v[k]);
+      } else {
+        Chunk<T, kVec>::load(row + col, v[k]);
+      }
+    }
   }
 }
 
@@ -67,16 +77,19 @@ __global__ void __launch_bounds__(kSplitThreads)
   __shared__ float sum_scratch[32];
   float v[kPerThread][kVec];
 
-  const int64_t stats_blocks = int64_t{w.stats_rows} * parts;
-  if (blockIdx.x < stats_blocks) {
+  // Normalize blocks come first in the grid, so they run first: their parts were the last
+  // ones read (by the previous launch's stats role) and are the likeliest to still be in L2.
+  const int64_t norm_blocks = int64_t{w.norm_rows} * parts;
+  if (blockIdx.x >= norm_blocks) {
     // ---- stats: one read of the part, a running (max, sum) per thread ----
-    const int part = blockIdx.x % parts;
-    const int64_t row = w.stats_row0 + blockIdx.x / parts;
+    const int64_t sb = blockIdx.x - norm_blocks;
+    const int part = sb % parts;
+    const int64_t row = w.stats_row0 + sb / parts;
     const T* xr = x + row * cols;
     const int64_t begin = part * part_len, end = min(begin + part_len, cols);
     MaxSum acc{-INFINITY, 0.0f};
     for (int64_t t = begin; t < end; t += kSplitTile) {
-      load_tile<T, kVec>(xr, t, end, v);
+      load_tile<T, kVec, false>(xr, t, end, v);
       float mt = acc.m;
 #pragma unroll
       for (int k = 0; k < kPerThread; ++k) {
@@ -101,12 +114,12 @@ __global__ void __launch_bounds__(kSplitThreads)
       acc = {mt, s};
     }
     const MaxSum part_stats = block_merge(acc, max_scratch, sum_scratch);
-    if (threadIdx.x == 0) w.stats_out[(blockIdx.x / parts) * parts + part] = part_stats;
+    if (threadIdx.x == 0) w.stats_out[sb] = part_stats;
     return;
   }
 
   // ---- normalize: merge the row's partials, then re-read the part (hopefully from L2) ----
-  const int64_t b = blockIdx.x - stats_blocks;
+  const int64_t b = blockIdx.x;
   const int part = b % parts;
   const int64_t row_in_wave = b / parts;
   const int64_t row = w.norm_row0 + row_in_wave;
@@ -124,7 +137,7 @@ __global__ void __launch_bounds__(kSplitThreads)
   const int64_t begin = part * part_len, end = min(begin + part_len, cols);
   const int64_t last_tile = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
   for (int64_t t = last_tile; t >= begin; t -= kSplitTile) {
-    load_tile<T, kVec>(xr, t, end, v);
+    load_tile<T, kVec, true>(xr, t, end, v);
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int64_t col = t + (threadIdx.x + int64_t{k} * kSplitThreads) * kVec;
@@ -132,11 +145,11 @@ __global__ void __launch_bounds__(kSplitThreads)
         if (!ep.log_softmax) {
 #pragma unroll
           for (int j = 0; j < kVec; ++j) v[k][j] = exp_shifted(v[k][j], rs.max_log2e);
-          finish_chunk<T, kDropout, kVec>(v[k], y, row * cols + col, rs, ep);
+          finish_chunk<T, kDropout, kVec, true>(v[k], y, row * cols + col, rs, ep);
         } else {
           RowScale lrs = rs;
           lrs.log_offset = log_offset;
-          finish_chunk<T, kDropout, kVec>(v[k], y, row * cols + col, lrs, ep);
+          finish_chunk<T, kDropout, kVec, true>(v[k], y, row * cols + col, lrs, ep);
         }
       }
     }
@@ -161,14 +174,14 @@ int blocks_per_sm(Kernel kernel, int device) {
 }
 
 template <class T, bool kDropout, int kVec>
-Outcome launch_shape(const LaunchArgs& a) {
+Outcome launch_shape(const LaunchArgs& a, int l2_share) {
   auto kernel = split_row_softmax<T, kDropout, kVec>;
   const DeviceLimits& dev = *a.limits;
   const int64_t row_bytes = a.cols * static_cast<int64_t>(sizeof(T));
-  // A wave: all rows when the whole matrix fits in a third of L2 (so the re-read hits L2 even
-  // without overlap), else as many rows as fit in a third of L2 (the launch holds this wave's
-  // and the previous wave's parts in L2 at once), at least one.
-  const int64_t l2_budget = static_cast<int64_t>(dev.l2_bytes) / 3;
+  // A wave: all rows when the whole matrix fits in 1/l2_share of L2 (so the re-read hits L2
+  // even without overlap), else as many rows as fit there (the launch holds this wave's and
+  // the previous wave's parts in L2 at once), at least one.
+  const int64_t l2_budget = static_cast<int64_t>(dev.l2_bytes) / l2_share;
   int64_t wave_rows = a.rows * row_bytes <= l2_budget ? a.rows : std::max<int64_t>(1, l2_budget / row_bytes);
   wave_rows = std::min<int64_t>(wave_rows, 1 << 16);
   // Parts per row: enough blocks in one wave's stats role to fill every SM once.
@@ -209,24 +222,24 @@ Outcome launch_shape(const LaunchArgs& a) {
 }
 
 template <class T, bool kDropout>
-Outcome launch_typed(const LaunchArgs& a) {
-  if (a.vector_ok) return launch_shape<T, kDropout, Storage<T>::kVec>(a);
-  return launch_shape<T, kDropout, 1>(a);
+Outcome launch_typed(const LaunchArgs& a, int l2_share) {
+  if (a.vector_ok) return launch_shape<T, kDropout, Storage<T>::kVec>(a, l2_share);
+  return launch_shape<T, kDropout, 1>(a, l2_share);
 }
 
 template <class T>
-Outcome launch_dtype(const LaunchArgs& a) {
-  return a.dropout ? launch_typed<T, true>(a) : launch_typed<T, false>(a);
+Outcome launch_dtype(const LaunchArgs& a, int l2_share) {
+  return a.dropout ? launch_typed<T, true>(a, l2_share) : launch_typed<T, false>(a, l2_share);
 }
 
 }  // namespace cuda_kernels
 
-Outcome launch_split_row(const LaunchArgs& a) {
+Outcome launch_split_row(const LaunchArgs& a, int l2_share) {
   using namespace cuda_kernels;
   switch (a.dtype) {
-    case SOFTMAX_DTYPE_F32: return launch_dtype<float>(a);
-    case SOFTMAX_DTYPE_F16: return launch_dtype<__half>(a);
-    case SOFTMAX_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(a);
+    case SOFTMAX_DTYPE_F32: return launch_dtype<float>(a, l2_share);
+    case SOFTMAX_DTYPE_F16: return launch_dtype<__half>(a, l2_share);
+    case SOFTMAX_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(a, l2_share);
   }
   return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "split_row_softmax: unknown dtype");
 }

@@ -105,6 +105,17 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   }
 }
 
+// More rows than the persistent grids have blocks, so every kernel's row loop takes several
+// steps (warp groups of 1 and 32 lanes, one block per row, a cluster of 2 per row).
+TEST(CudaRowsStrategies, PersistentGridRowLoops) {
+  REQUIRE_GPU();
+  const std::pair<size_t, size_t> shapes[] = {{9000001, 4}, {150001, 33}, {140001, 128}, {20001, 1100}, {9001, 5000}};
+  for (auto [rows, cols] : shapes) {
+    run_case({SOFTMAX_DTYPE_F32, rows, cols, false});
+    run_case({SOFTMAX_DTYPE_BF16, rows, cols, true});
+  }
+}
+
 TEST(CudaRowsInPlace, AllStrategies) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {

@@ -103,8 +103,11 @@ inline double tol(softmax_dtype t, double want, bool log_softmax, size_t cols) {
   return tolerance(t, want, log_softmax, cols) + (t == SOFTMAX_DTYPE_F16 ? 0x1p-25 : 0.0);
 }
 
+// NaN must be NaN and an infinity (log-softmax of a -inf input) exactly that infinity.
 inline bool close(softmax_dtype t, double got, double want, bool log_softmax, size_t cols) {
-  return std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= tol(t, want, log_softmax, cols);
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= tol(t, want, log_softmax, cols);
 }
 
 // Checks the selected rows of y (host copy) against the float64 softmax of x.
