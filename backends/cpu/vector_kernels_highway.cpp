@@ -206,7 +206,7 @@ HWY_INLINE VF Load16(DF d, softmax_dtype dtype, const unsigned char* p) {
   return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)))));
 }
 
-HWY_INLINE void Store16(DF d, softmax_dtype dtype, VF v, unsigned char* p) {
+HWY_INLINE void Store16(DF /*d*/, softmax_dtype dtype, VF v, unsigned char* p) {
   if (dtype == SOFTMAX_DTYPE_F16) {
     // vcvtps2ph (or Highway's emulation) rounds to nearest even, like half_bits.h.
     const hn::Rebind<hwy::float16_t, DF> df16;
