@@ -472,13 +472,27 @@ ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float
   return ChunkPartial{max, s, std::isnan(s)};
 }
 
+// A streamed f32 chunk that starts on a vector boundary and is whole vectors long can be
+// written to y directly with non-temporal stores, skipping the Output buffer and its copy.
+HWY_INLINE bool StreamDirect(const void* y, softmax_dtype dtype, int64_t n, bool stream) {
+  const size_t N = hn::Lanes(DF());
+  return stream && dtype == SOFTMAX_DTYPE_F32 && size_t(n) % N == 0 &&
+         reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0;
+}
+
 void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
                      bool stream) {
   const float* xc = AsF32(x, dtype, size_t(n));
-  float* out = ChunkOut(y, dtype, n, stream);
   const DF d;
   const size_t N = hn::Lanes(d);
   const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  if (StreamDirect(y, dtype, n, stream)) {
+    float* yf = static_cast<float*>(y);
+    for (size_t i = 0; i < size_t(n); i += N)
+      hn::Stream(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, yf + i);
+    return;
+  }
+  float* out = ChunkOut(y, dtype, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N)
     hn::StoreU(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, out + i);
@@ -490,10 +504,15 @@ void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Chu
 }
 
 void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
-  float* out = ChunkOut(y, dtype, n, stream);
   const DF d;
   const size_t N = hn::Lanes(d);
   const VF vf = hn::Set(d, factor);
+  if (StreamDirect(y, dtype, n, stream)) {
+    float* yf = static_cast<float*>(y);
+    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Mul(hn::LoadU(d, e + i), vf), d, yf + i);
+    return;
+  }
+  float* out = ChunkOut(y, dtype, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) hn::StoreU(hn::Mul(hn::LoadU(d, e + i), vf), d, out + i);
   for (; i < size_t(n); ++i) out[i] = e[i] * factor;
@@ -503,6 +522,14 @@ void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float
 void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
                bool stream) {
   const float* xc = AsF32(x, dtype, size_t(n));
+  if (StreamDirect(y, dtype, n, stream)) {
+    const DF d;
+    const size_t N = hn::Lanes(d);
+    const VF vm = hn::Set(d, max), vl = hn::Set(d, log_sum);
+    float* yf = static_cast<float*>(y);
+    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, xc + i), vm), vl), d, yf + i);
+    return;
+  }
   float* out = ChunkOut(y, dtype, n, stream);
   LogOut(xc, out, size_t(n), max, log_sum);
   FinishChunkOut(out, y, dtype, n, stream);

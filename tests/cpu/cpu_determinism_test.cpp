@@ -100,3 +100,34 @@ TEST(CpuDeterminism, StreamedOutputsEqualSmallCalls) {
 }
 
 }  // namespace
+
+namespace {
+
+// Long rows whose output is streamed: vector-aligned chunks go to y directly, misaligned ones
+// through the Output buffer; both must give the same bits, and match the reference.
+TEST(CpuDeterminism, StreamedLongRowsAlignedEqualsMisaligned) {
+  for (const int64_t cols : {int64_t{65536}, int64_t{1} << 23}) {
+    for (const bool log_softmax : {false, true}) {
+      const int64_t rows = (int64_t{32} << 20) / 4 / cols;
+      const size_t n = size_t(rows * cols);
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, n, seed);
+      float* buf = static_cast<float*>(std::aligned_alloc(64, (2 * n + 32) * sizeof(float)));
+      float* aligned = buf;
+      float* misaligned = buf + n + 17;
+      const softmax_options o = softmax_cpu_test::cpu_options(2, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+      ASSERT_EQ(softmax_rows(x.data(), aligned, rows, cols, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_SUCCESS);
+      ASSERT_EQ(softmax_rows(x.data(), misaligned, rows, cols, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_SUCCESS);
+      const bool same = std::memcmp(aligned, misaligned, n * sizeof(float)) == 0;
+      Buffer y(SOFTMAX_DTYPE_F32, size_t(cols));
+      std::memcpy(y.data(), aligned, size_t(cols) * sizeof(float));
+      Buffer x0(SOFTMAX_DTYPE_F32, size_t(cols));
+      std::memcpy(x0.data(), x.data(), size_t(cols) * sizeof(float));
+      std::free(buf);
+      ASSERT_TRUE(same) << "cols " << cols << (log_softmax ? " log" : "") << " seed " << seed;
+      ASSERT_TRUE(softmax_cpu_test::rows_match_reference(x0, y, 1, cols, log_softmax, seed));
+    }
+  }
+}
+
+}  // namespace
