@@ -42,7 +42,11 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 mkdir -p "$corpus"
 if compgen -G "$here/fuzz/crashes/*" >/dev/null; then
   echo "== fuzz: replaying checked-in crash reproducers"
-  "$fuzzer" -runs=0 "$here"/fuzz/crashes/*
+  if ! SOFTMAX_FUZZ_TRACE=1 "$fuzzer" "$here"/fuzz/crashes/* >"$build/replay.log" 2>&1; then
+    grep -E "^call:|runtime error|ERROR:|INVARIANT" "$build/replay.log" | head -20
+    echo "== fuzz: FAILED: a checked-in crash reproducer still fails (log: $build/replay.log)"
+    exit 1
+  fi
 fi
 
 echo "== fuzz: running for ${seconds}s"

@@ -81,10 +81,20 @@ struct ArenaCall {
 
 constexpr size_t kNull = SIZE_MAX;
 
-// Found by the fuzzer: softmax_dropout(x=arena+.., dtype=6, ...) made UBSan's enum check fire in
-// src/softmax_api.cpp (the C++ side loads an out-of-range softmax_dtype, which C callers may pass).
-// The call must be refused with INVALID_DTYPE; in the ASan/UBSan build this test also fails if
-// the library loads the value as its enum type.
+// Found by the fuzzer (fuzz/crashes/ubsan-enum-dtype-out-of-range):
+//   softmax_dropout(x=arena+0, y=arena+4, keep_mask=NULL, rows=1, cols=1, dtype=-2135544099,
+//                   p=0, seed=0, offset=0, options=NULL)
+// made UBSan's enum check fire in src/softmax_api.cpp: the C++ side loads an out-of-range
+// softmax_dtype, which a C caller may legally pass. The call must be refused with INVALID_DTYPE;
+// in the ASan/UBSan build this test also fails while the library loads the value as its enum type.
+TEST(FuzzRegression, ExactFuzzerCaseOutOfRangeDtype) {
+  ArenaCall c(Op::Dropout, 1, 1, -2135544099, 0, 4, kNull, 8);
+  c.call.args.p = 0.0f;
+  c.call.seed = 0;
+  c.call.offset = 0;
+  EXPECT_EQ(c.run(), "");
+}
+
 TEST(FuzzRegression, OutOfRangeDtypeFromCCaller) {
   for (const int32_t dtype : {6, 3, -1, std::numeric_limits<int32_t>::min(), 0x7fffffff}) {
     ArenaCall rows(Op::Rows, 2, 5, dtype, 0, 64, kNull, 192);
