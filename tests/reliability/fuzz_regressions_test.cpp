@@ -114,6 +114,18 @@ TEST(FuzzRegression, OutOfRangeBackendFromCCaller) {
   }
 }
 
+// The same class for the two functions that take an enum and return no status.
+TEST(FuzzRegression, OutOfRangeStatusAndBackendFromCCaller) {
+  for (const int32_t v : {-1, 14, 15, 16, 99, std::numeric_limits<int32_t>::min()}) {
+    const char* name = fuzz_status_string(v);
+    ASSERT_NE(name, nullptr);
+    EXPECT_STREQ(name, "SOFTMAX_STATUS_UNKNOWN") << v;
+  }
+  for (const int32_t v : {-1, 3, 4, 99, std::numeric_limits<int32_t>::min()}) {
+    EXPECT_EQ(fuzz_backend_available(v), 0) << v;
+  }
+}
+
 TEST(CheckedCalls, MisalignedPointersAreServedAndNothingElseIsWritten) {
   for (const int32_t dtype : {0, 1, 2}) {
     for (const size_t mis : {size_t{1}, size_t{2}, size_t{3}, size_t{5}}) {

@@ -16,3 +16,7 @@ softmax_status fuzz_call_dropout(const void* x, void* y, uint8_t* keep_mask, int
   return softmax_dropout(x, y, keep_mask, rows, cols, (softmax_dtype)dtype, p, seed, offset,
                          (const softmax_options*)options);
 }
+
+const char* fuzz_status_string(int32_t status) { return softmax_status_string((softmax_status)status); }
+
+int fuzz_backend_available(int32_t backend) { return softmax_backend_available((softmax_backend)backend); }

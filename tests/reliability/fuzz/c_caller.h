@@ -13,6 +13,8 @@ softmax_status fuzz_call_rows(const void* x, void* y, int64_t rows, int64_t cols
 softmax_status fuzz_call_dropout(const void* x, void* y, uint8_t* keep_mask, int64_t rows,
                                  int64_t cols, int32_t dtype, float p, uint64_t seed,
                                  uint64_t offset, const void* options);
+const char* fuzz_status_string(int32_t status);
+int fuzz_backend_available(int32_t backend);
 
 #ifdef __cplusplus
 }

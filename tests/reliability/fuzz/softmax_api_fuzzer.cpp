@@ -299,6 +299,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.y = y_null ? nullptr : arena + y_off;
   a.mask = want_mask ? arena + mask_off : nullptr;
 
+  // The two functions that take an enum and return no status: any integer must give a string
+  // and a 0/1 answer.
+  {
+    const int32_t raw = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? in.ConsumeIntegral<int32_t>()
+                                                                   : in.ConsumeIntegralInRange<int32_t>(-2, 16);
+    const char* name = fuzz_status_string(raw);
+    const int avail = fuzz_backend_available(raw);
+    if (name == nullptr || std::strncmp(name, "SOFTMAX_STATUS_", 15) != 0 || (avail != 0 && avail != 1) ||
+        ((raw < 0 || raw > 2) && avail != 0)) {
+      std::fprintf(stderr, "\nINVARIANT BROKEN: softmax_status_string(%d) = %s, softmax_backend_available(%d) = %d\n",
+                   raw, name ? name : "NULL", raw, avail);
+      std::abort();
+    }
+  }
   CheckedCall call;
   call.args = a;
   call.seed = seed;
