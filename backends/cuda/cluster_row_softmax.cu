@@ -1,5 +1,5 @@
-// Block-per-row and cluster-per-row softmax for medium and long rows (1K to 64K columns): the
-// row is held in registers (16 elements per thread), spread over one block or over a
+// Block-per-row and cluster-per-row softmax for medium and long rows (1K to 128K columns): the
+// row is held in registers (16 or 32 elements per thread), spread over one block or over a
 // thread-block cluster of up to 8 blocks on 8 SMs, so global memory is read once and written
 // once. The cluster's blocks exchange their block max and block sum through distributed shared
 // memory (DSMEM), which costs two cluster barriers per row instead of a second pass over
@@ -18,8 +18,6 @@ namespace cg = cooperative_groups;
 namespace softmax_internal {
 namespace cuda_kernels {
 
-constexpr int kClusterGridWaves = 8;
-
 // Cluster barrier halves (PTX barrier.cluster). Only the thread that wrote a slot needs release
 // semantics; a release on every thread would make each wait for its earlier global stores.
 __device__ __forceinline__ void cluster_arrive_relaxed() {
@@ -29,10 +27,11 @@ __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // acquire
 }
 
-// The caller's thread 0 has just stored this block's slot; after the call every block of the
-// cluster may read every block's slot.
-__device__ __forceinline__ void cluster_publish_wait() {
+// Thread 0 stores `value` into this block's slot; after the call every block of the cluster
+// may read every block's slot.
+__device__ __forceinline__ void publish_to_cluster(float* slot, float value) {
   if (threadIdx.x == 0) {
+    *slot = value;
     asm volatile("barrier.cluster.arrive.release;" ::: "memory");
   } else {
     asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
@@ -42,21 +41,17 @@ __device__ __forceinline__ void cluster_publish_wait() {
 
 // Each block owns `slice` consecutive columns of its row (a multiple of kVec; the last block
 // may own fewer); thread t holds accesses t, t + blockDim, ... of the slice. The cluster size
-// comes from the launch attribute (1 when launched without clusters). The grid is persistent
-// (a few waves of resident blocks), so each cluster loops over rows instead of paying a block
-// launch per short row.
-//
-// Per row, one cluster exchange: each block reduces its own (max, sum of exp relative to that
-// max) and the blocks swap these pairs, merged with the online rule in rank order, so every
-// block derives the same row max M and sum S; a block's exps are then rescaled by
-// e^(m_block - M). One cluster barrier per row instead of two (max, then sum).
+// comes from the launch attribute (1 when launched without clusters). One row per cluster
+// (the row loop only matters past 2^30 clusters): a persistent variant that looped clusters
+// over rows with a single (max, sum) exchange per row hung on the H200 in its first run and
+// was not shipped.
 template <class T, bool kDropout, int kVec, int kElemsPerThread>
 __global__ void __launch_bounds__(kClusterMaxThreads)
     cluster_row_softmax(const T* x, T* y, int64_t rows, int64_t cols, int64_t slice, RowEpilogue ep) {
   constexpr int kPerThread = kElemsPerThread / kVec;
   __shared__ float max_scratch[32];
   __shared__ float sum_scratch[32];
-  __shared__ float2 cluster_slot;  // this block's (max, sum), read by the other blocks
+  __shared__ float cluster_slot[2];  // this block's max and sum, read by the other blocks
 
   cg::cluster_group cluster = cg::this_cluster();
   const int csize = static_cast<int>(cluster.num_blocks());
@@ -78,9 +73,14 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
         for (int j = 0; j < kVec; ++j) m = fmaxf(m, v[k][j]);
       }
     }
-    // The block's part: max m_b, and exps relative to part_shift(m_b) (see MaxSum).
-    const float m_block = block_max(m, max_scratch);
-    const float shift_log2e = part_shift(m_block) * kLog2e;
+    m = block_max(m, max_scratch);
+    if (csize > 1) {
+      publish_to_cluster(&cluster_slot[0], m);
+      m = *cluster.map_shared_rank(&cluster_slot[0], 0);
+      for (int r = 1; r < csize; ++r) m = fmaxf(m, *cluster.map_shared_rank(&cluster_slot[0], r));
+    }
+    const float m_log2e = m * kLog2e;
+
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
@@ -88,35 +88,25 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
       if (col < end) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
-          const float e = exp_shifted(v[k][j], shift_log2e);
+          const float e = exp_shifted(v[k][j], m_log2e);
           s += e;
           if (!ep.log_softmax) v[k][j] = e;
         }
       }
     }
-    const float s_block = block_sum(s, sum_scratch);
-
-    float M = m_block, S = s_block;
+    s = block_sum(s, sum_scratch);
     if (csize > 1) {
-      if (threadIdx.x == 0) cluster_slot = make_float2(m_block, s_block);
-      cluster_publish_wait();
-      MaxSum row_stats{-INFINITY, 0.0f};
-      for (int r = 0; r < csize; ++r) {
-        const float2 p = *cluster.map_shared_rank(&cluster_slot, r);
-        row_stats = merge(row_stats, MaxSum{p.x, p.y});
-      }
+      // Safe to overwrite: every block read slot 0 before arriving at the barrier below.
+      publish_to_cluster(&cluster_slot[1], s);
+      s = *cluster.map_shared_rank(&cluster_slot[1], 0);
+      for (int r = 1; r < csize; ++r) s += *cluster.map_shared_rank(&cluster_slot[1], r);
       // "Done reading the others' slots": paired with the wait after the stores below, so
-      // nobody overwrites its slot (next row) or exits while a peer may still read it,
-      // without a full barrier between this row's stores and the next row (or the exit).
+      // nobody overwrites a slot (next row) or exits while a peer may still read it, without
+      // a full barrier between this row's stores and the next row (or the exit).
       cluster_arrive_relaxed();
-      M = row_stats.m;
-      S = row_stats.s;
     }
-    // The block's exps relative to M: zero for a part whose max is -inf (its exps are 0 or
-    // NaN already), which keeps an all -inf row NaN (0 * 1/0) and a finite row finite.
-    RowScale rs = row_scale(M, S, ep, kDropout);
-    const float rescale = m_block == -INFINITY ? 0.0f : exp2f((m_block - part_shift(M)) * kLog2e);
-    rs.scale *= rescale;
+
+    const RowScale rs = row_scale(m, s, ep, kDropout);
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int64_t col = begin + (threadIdx.x + int64_t{k} * blockDim.x) * kVec;
@@ -129,10 +119,8 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
 template <class T, bool kDropout, int kVec, int kElemsPerThread>
 Outcome launch_shape(const LaunchArgs& a, int cluster, int threads) {
   const int64_t slice = ((a.cols + cluster - 1) / cluster + kVec - 1) / kVec * kVec;
-  // A persistent grid: kClusterGridWaves waves of resident clusters (by thread count; fewer
-  // fit when registers run out, which only adds waves), each looping over rows.
-  const int64_t resident_blocks = int64_t{a.limits->sm_count} * (a.limits->max_threads_per_sm / threads);
-  const int64_t clusters = std::min<int64_t>(a.rows, std::max<int64_t>(1, resident_blocks * kClusterGridWaves / cluster));
+  // Rows beyond ~2^30 clusters are taken by the kernel's row loop.
+  const int64_t clusters = std::min<int64_t>(a.rows, (int64_t{1} << 30) / cluster);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
   cfg.blockDim = dim3(threads);

@@ -34,7 +34,7 @@ Outcome launch_warp_per_row(const LaunchArgs& a, int grid_waves = 8);
 // each holding up to `elems_per_thread` (16 or 32) elements of the row.
 Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads, int elems_per_thread);
 // l2_share: a wave of rows takes at most 1/l2_share of the L2.
-Outcome launch_split_row(const LaunchArgs& a, int l2_share = 3);
+Outcome launch_split_row(const LaunchArgs& a, int l2_share = 2);
 
 // Row capacities the launcher's table is built on (elements).
 constexpr int64_t kWarpRowMaxCols = 1024;

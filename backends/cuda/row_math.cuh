@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "backends/common/philox.h"
-#include "backends/cuda/philox_wide_multiply.cuh"
 #include "backends/cuda/row_epilogue.h"
 
 namespace softmax_internal {
@@ -43,16 +42,6 @@ struct Storage<float> {
   __device__ __forceinline__ static void store_vec(float* p, const float (&v)[4]) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   }
-  // Last-use load and streaming store (evict-first in L2): see split_row_softmax.cu.
-  __device__ __forceinline__ static float load_last(const float* p) { return __ldcs(p); }
-  __device__ __forceinline__ static void store_stream(float* p, float v) { __stcs(p, v); }
-  __device__ __forceinline__ static void load_vec_last(const float* p, float (&v)[4]) {
-    const float4 q = __ldcs(reinterpret_cast<const float4*>(p));
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-  }
-  __device__ __forceinline__ static void store_vec_stream(float* p, const float (&v)[4]) {
-    __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
-  }
 };
 
 template <>
@@ -75,30 +64,6 @@ struct Storage<__half> {
 #pragma unroll
     for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
     *reinterpret_cast<uint4*>(p) = q;
-  }
-  __device__ __forceinline__ static float load_last(const __half* p) {
-    const unsigned short b = __ldcs(reinterpret_cast<const unsigned short*>(p));
-    return __half2float(*reinterpret_cast<const __half*>(&b));
-  }
-  __device__ __forceinline__ static void store_stream(__half* p, float v) {
-    const __half h = __float2half_rn(v);
-    __stcs(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&h));
-  }
-  __device__ __forceinline__ static void load_vec_last(const __half* p, float (&v)[8]) {
-    const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p));
-    const __half2* h = reinterpret_cast<const __half2*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(h[i]);
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
-    }
-  }
-  __device__ __forceinline__ static void store_vec_stream(__half* p, const float (&v)[8]) {
-    uint4 q;
-    __half2* h = reinterpret_cast<__half2*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-    __stcs(reinterpret_cast<uint4*>(p), q);
   }
 };
 
@@ -127,30 +92,6 @@ struct Storage<__nv_bfloat16> {
     for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
     *reinterpret_cast<uint4*>(p) = q;
   }
-  __device__ __forceinline__ static float load_last(const __nv_bfloat16* p) {
-    const unsigned short b = __ldcs(reinterpret_cast<const unsigned short*>(p));
-    return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(&b));
-  }
-  __device__ __forceinline__ static void store_stream(__nv_bfloat16* p, float v) {
-    const __nv_bfloat16 h = __float2bfloat16_rn(v);
-    __stcs(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&h));
-  }
-  __device__ __forceinline__ static void load_vec_last(const __nv_bfloat16* p, float (&v)[8]) {
-    const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p));
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(h[i]);
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
-    }
-  }
-  __device__ __forceinline__ static void store_vec_stream(__nv_bfloat16* p, const float (&v)[8]) {
-    uint4 q;
-    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-    __stcs(reinterpret_cast<uint4*>(p), q);
-  }
 };
 
 // A group of kVec consecutive elements handled together: a 16-byte vector when kVec equals the
@@ -170,20 +111,6 @@ struct Chunk {
       Storage<T>::store(p, v[0]);
     } else {
       Storage<T>::store_vec(p, v);
-    }
-  }
-  __device__ __forceinline__ static void load_last(const T* p, float (&v)[kVec]) {
-    if constexpr (kVec == 1) {
-      v[0] = Storage<T>::load_last(p);
-    } else {
-      Storage<T>::load_vec_last(p, v);
-    }
-  }
-  __device__ __forceinline__ static void store_stream(T* p, const float (&v)[kVec]) {
-    if constexpr (kVec == 1) {
-      Storage<T>::store_stream(p, v[0]);
-    } else {
-      Storage<T>::store_vec_stream(p, v);
     }
   }
 };
@@ -285,13 +212,13 @@ template <int kVec>
 __device__ __forceinline__ void apply_dropout(float (&v)[kVec], uint64_t flat, const RowEpilogue& ep,
                                               uint8_t (&keep)[kVec]) {
   if constexpr (kVec == 1) {
-    const unsigned bits = dropout_keep4_fast(ep.seed, ep.offset, flat >> 2, ep.p);
+    const unsigned bits = dropout_keep4(ep.seed, ep.offset, flat >> 2, ep.p);
     keep[0] = (bits >> (flat & 3u)) & 1u;
     if (!keep[0]) v[0] = 0.0f;
   } else {
 #pragma unroll
     for (int g = 0; g < kVec / 4; ++g) {
-      const unsigned bits = dropout_keep4_fast(ep.seed, ep.offset, (flat >> 2) + g, ep.p);
+      const unsigned bits = dropout_keep4(ep.seed, ep.offset, (flat >> 2) + g, ep.p);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         keep[4 * g + j] = (bits >> j) & 1u;
@@ -318,7 +245,7 @@ __device__ __forceinline__ void store_mask(uint8_t* mask, const uint8_t (&keep)[
 
 // Turns kVec elements into outputs and stores them. `v` holds exp(x - M) for softmax (already
 // computed in the sum pass) or x itself for log-softmax.
-template <class T, bool kDropout, int kVec, bool kStreamStore = false>
+template <class T, bool kDropout, int kVec>
 __device__ __forceinline__ void finish_chunk(float (&v)[kVec], T* y, uint64_t flat,
                                              const RowScale& rs, const RowEpilogue& ep) {
   if (ep.log_softmax) {
@@ -333,11 +260,7 @@ __device__ __forceinline__ void finish_chunk(float (&v)[kVec], T* y, uint64_t fl
     apply_dropout<kVec>(v, flat, ep, keep);
     if (ep.keep_mask != nullptr) store_mask<kVec>(ep.keep_mask + flat, keep);
   }
-  if constexpr (kStreamStore) {
-    Chunk<T, kVec>::store_stream(y + flat, v);
-  } else {
-    Chunk<T, kVec>::store(y + flat, v);
-  }
+  Chunk<T, kVec>::store(y + flat, v);
 }
 
 }  // namespace cuda_kernels

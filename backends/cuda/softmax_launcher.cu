@@ -1,7 +1,7 @@
 // The strategy table. Reads like this ("elements" = columns; fp32 and 16-bit alike):
 //
 //   cols <= 1024            warp_per_row   a 1..32-lane group per row, row in registers,
-//                                          1-4 rows per group per step (>= 4 loads in flight)
+//                                          1-2 rows per group per step
 //   1024 < cols <= 128K     cluster_row    row in registers: one 128-thread block (<= 4K
 //                                          elements), or a cluster of 2/4/8 such blocks, then
 //                                          bigger blocks (up to 512 threads x 32 elements x 8)
@@ -30,6 +30,7 @@ namespace {
 int64_t vector_width(softmax_dtype t) { return t == SOFTMAX_DTYPE_F32 ? 4 : 8; }
 
 constexpr int kPreferredThreads = 128;
+constexpr int kPreferredThreadsDropout = 256;  // 16 elements per thread: 4096 per block
 
 struct ClusterShape {
   int cluster = 0, threads = 0, elems_per_thread = 0;  // cluster == 0: does not fit on chip
@@ -42,8 +43,8 @@ struct ClusterShape {
 ClusterShape cluster_shape(int64_t cols, int64_t vec, bool vector_ok, bool dropout) {
   const int ept = (cols <= 2048 || !vector_ok || dropout) ? 16 : 32;
   int cluster = 1;
-  while (cluster < kClusterMaxSize && (cols + cluster - 1) / cluster > int64_t{kPreferredThreads} * ept)
-    cluster *= 2;
+  const int64_t preferred = dropout ? kPreferredThreadsDropout : kPreferredThreads;
+  while (cluster < kClusterMaxSize && (cols + cluster - 1) / cluster > preferred * ept) cluster *= 2;
   const int64_t slice = ((cols + cluster - 1) / cluster + vec - 1) / vec * vec;
   const int64_t threads = (slice + ept - 1) / ept;
   if (threads > kClusterMaxThreads) return {};

@@ -18,9 +18,8 @@ constexpr int kWarpKernelThreads = 128;
 
 // kVec: elements per access (the 16-byte vector width, or 1 for the scalar path used when the
 // pointers or cols do not allow vectors). kPerLane: accesses per lane, so a group of width w
-// holds w * kPerLane * kVec columns. kRows: rows per group per iteration; short rows take 2
-// or 4 so that each lane has at least four independent loads (and, with dropout, four Philox
-// chains) in flight instead of one or two.
+// holds w * kPerLane * kVec columns. kRows: rows per group per iteration; tiny rows (one access
+// per lane) take 2, so each lane has two independent loads in flight instead of one.
 template <class T, bool kDropout, int kVec, int kPerLane, int kRows>
 __global__ void __launch_bounds__(kWarpKernelThreads)
     warp_per_row_softmax(const T* x, T* y, int64_t rows, int cols, int width_log2, RowEpilogue ep) {
@@ -109,20 +108,16 @@ int ceil_log2(int64_t n) {
 }
 
 // Group width and accesses per lane for `n` accesses per row: up to 32 accesses a row gets a
-// group of the next power of two lanes, one access each (and four rows per group); longer rows
+// group of the next power of two lanes, one access each (and two rows per group); longer rows
 // take the whole warp and the next power of two accesses per lane.
 template <class T, bool kDropout, int kVec, int... kPerLane>
 Outcome launch_for_accesses(const LaunchArgs& a, int64_t n, int grid_waves) {
-  if (n <= 32) return launch_shape<T, kDropout, kVec, 1, 4>(a, ceil_log2(n), grid_waves);
+  if (n <= 32) return launch_shape<T, kDropout, kVec, 1, 2>(a, ceil_log2(n), grid_waves);
   const int per_lane = 1 << ceil_log2((n + 31) / 32);
   Outcome o = Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
                             "warp_per_row_softmax: no instantiation for " + std::to_string(n) +
                                 " accesses per row");
-  // At least 4 independent accesses per lane in flight: rows per group = 4 / accesses per lane.
-  ((per_lane == kPerLane
-        ? (o = launch_shape<T, kDropout, kVec, kPerLane, (kPerLane >= 4 ? 1 : 4 / kPerLane)>(a, 5, grid_waves), 0)
-        : 0),
-   ...);
+  ((per_lane == kPerLane ? (o = launch_shape<T, kDropout, kVec, kPerLane, 1>(a, 5, grid_waves), 0) : 0), ...);
   return o;
 }
 
