@@ -1,4 +1,4 @@
-// Split-row softmax for rows too long to hold on chip (> 64K columns), however few: every row
+// Split-row softmax for rows too long to hold on chip (> 128K columns), however few: every row
 // is cut into `parts` contiguous parts, each taken by its own block, with as many parts as it
 // takes to fill every SM, so a single row of 2^28 elements runs on the whole GPU.
 //
@@ -10,10 +10,10 @@
 // Rows go in waves of `wave_rows` rows sized to half of L2, and launch k runs the stats of wave
 // k next to the normalisation of wave k-1, so that the second read of a part can hit L2 (the
 // part was read one launch earlier) and the two roles overlap instead of leaving a gap between
-// two kernels. (Measured on the H200 this reuse barely pays: 256x1M fp32 runs at ~2.0 TB/s,
-// about what two full passes over HBM give; halving or thirding the wave changed little.)
-// One launch more than there are waves; partials are double-buffered by
-// wave parity in a stream-ordered (pool-backed, graph-capturable) workspace. The normalize role
+// two kernels. (Measured on the H200 the reuse barely pays: 256x1M fp32 runs at ~2.0 TB/s, about
+// what two full passes over HBM give; waves of L2/2 beat L2/3 by 4%, and L2/6 or L2/12 lost
+// 15-35% to the extra launches.) One launch more than there are waves; partials are
+// double-buffered by wave parity in a stream-ordered (pool-backed, graph-capturable) workspace. The normalize role
 // walks its part backwards, so even a row larger than L2 re-reads its most recently fetched
 // tiles first.
 #include <cuda_runtime.h>

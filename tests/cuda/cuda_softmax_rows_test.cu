@@ -105,8 +105,8 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   }
 }
 
-// More rows than the persistent grids have blocks, so every kernel's row loop takes several
-// steps (warp groups of 1 and 32 lanes, one block per row, a cluster of 2 per row).
+// Many rows: more than the warp kernel's grid has groups, so its row loop takes several steps
+// (groups of 1 and 32 lanes), and tens of thousands of single blocks or clusters of 2 per row.
 TEST(CudaRowsStrategies, PersistentGridRowLoops) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {{9000001, 4}, {150001, 33}, {140001, 128}, {20001, 1100}, {9001, 5000}};
