@@ -70,7 +70,8 @@ namespace {
 TEST(CpuDeterminism, StreamedOutputsEqualSmallCalls) {
   struct AlignedFloats {
     float* p;
-    explicit AlignedFloats(size_t n) : p(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))) {}
+    explicit AlignedFloats(size_t n)
+        : p(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) & ~size_t{63}))) {}
     ~AlignedFloats() { std::free(p); }
   };
   for (const int64_t cols : {int64_t{128}, int64_t{1024}, int64_t{1040}, int64_t{33}}) {
@@ -112,7 +113,7 @@ TEST(CpuDeterminism, StreamedLongRowsAlignedEqualsMisaligned) {
       const size_t n = size_t(rows * cols);
       const uint64_t seed = softmax_test::fresh_seed();
       const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, n, seed);
-      float* buf = static_cast<float*>(std::aligned_alloc(64, (2 * n + 32) * sizeof(float)));
+      float* buf = static_cast<float*>(std::aligned_alloc(64, ((2 * n + 32) * sizeof(float) + 63) & ~size_t{63}));
       float* aligned = buf;
       float* misaligned = buf + n + 17;
       const softmax_options o = softmax_cpu_test::cpu_options(2, log_softmax ? SOFTMAX_FLAG_LOG : 0u);

@@ -26,7 +26,8 @@ class ForcedTarget {
 TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
   const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
   int tested = 0;
-  for (int64_t target = 1; target != 0 && target <= runnable; target <<= 1) {
+  for (int bit = 0; bit < 63; ++bit) {
+    const int64_t target = int64_t{1} << bit;
     if ((runnable & target) == 0) continue;
     ForcedTarget forced(target);
     ++tested;
@@ -55,7 +56,8 @@ TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
 
 TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
   const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
-  for (int64_t target = 1; target != 0 && target <= runnable; target <<= 1) {
+  for (int bit = 0; bit < 63; ++bit) {
+    const int64_t target = int64_t{1} << bit;
     if ((runnable & target) == 0) continue;
     ForcedTarget forced(target);
     for (const int64_t cols : {int64_t{3}, int64_t{33}, int64_t{1027}}) {
