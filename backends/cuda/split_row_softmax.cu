@@ -13,7 +13,8 @@
 // two kernels. (Measured on the H200 the reuse barely pays: 256x1M fp32 runs at ~2.0 TB/s, about
 // what two full passes over HBM give; waves of L2/2 beat L2/3 by 4%, and L2/6 or L2/12 lost
 // 15-35% to the extra launches.) One launch more than there are waves; partials are
-// double-buffered by wave parity in a stream-ordered (pool-backed, graph-capturable) workspace. The normalize role
+// double-buffered by wave parity in a stream-ordered, graph-capturable workspace from the
+// library's own pool (workspace_pool.cu). The normalize role
 // walks its part backwards, so even a row larger than L2 re-reads its most recently fetched
 // tiles first.
 #include <cuda_runtime.h>
@@ -24,6 +25,7 @@
 #include "backends/cuda/cuda_outcome.h"
 #include "backends/cuda/launch_args.h"
 #include "backends/cuda/row_math.cuh"
+#include "backends/cuda/workspace_pool.h"
 
 namespace softmax_internal {
 namespace cuda_kernels {
@@ -183,8 +185,10 @@ Outcome launch_shape(const LaunchArgs& a, int l2_share) {
 
   const size_t per_wave = static_cast<size_t>(wave_rows * parts);
   MaxSum* partials = nullptr;
-  SOFTMAX_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&partials),
-                                   2 * per_wave * sizeof(MaxSum), a.stream));
+  if (Outcome o = workspace_alloc(a.device, 2 * per_wave * sizeof(MaxSum), a.stream,
+                                  reinterpret_cast<void**>(&partials));
+      !o.good())
+    return o;
   Outcome result = Outcome::ok();
   for (int64_t k = 0; k <= waves && result.good(); ++k) {
     SplitWave w{};
@@ -205,7 +209,7 @@ Outcome launch_shape(const LaunchArgs& a, int l2_share) {
     result = cuda_launch_outcome("split_row_softmax launch");
   }
   // Freed in stream order even after a failed launch, so the pool never leaks.
-  const cudaError_t free_err = cudaFreeAsync(partials, a.stream);
+  const cudaError_t free_err = workspace_free(partials, a.stream);
   if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
   return result;
 }
