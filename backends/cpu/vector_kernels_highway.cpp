@@ -108,17 +108,34 @@ HWY_INLINE void StoreTail(DF d, VF v, float* p, size_t n) {
 
 // Max of a row or chunk with four independent accumulators. NaN elements may or may not show
 // in the result (x86 max drops them in some operand orders): the exp pass catches them.
-HWY_INLINE float RowMax(const float* x, size_t n) {
+// Software prefetch into L2. The max pass is the first touch of a row and runs straight into
+// memory latency: the hardware prefetcher stops running ahead while the core spends the exp pass
+// on data already in L1, so every kernel asks for the next row (or chunk) while it works on this
+// one. A prefetch never faults, so running past the end of x is harmless.
+HWY_INLINE void PrefetchL2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
+HWY_INLINE void PrefetchSpan(const float* p, size_t n) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (size_t b = 0; b < n * sizeof(float); b += 64) PrefetchL2(c + b);
+}
+
+// `ahead` > 0: also prefetch the elements `ahead` past each one read.
+HWY_INLINE float RowMax(const float* x, size_t n, size_t ahead = 0) {
   const DF d;
   const size_t N = hn::Lanes(d);
   VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0, m2 = m0, m3 = m0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
+    if (ahead != 0) {
+      for (size_t b = 0; b < 4 * N * sizeof(float); b += 64)
+        PrefetchL2(reinterpret_cast<const char*>(x + i + ahead) + b);
+    }
     m0 = hn::Max(m0, hn::LoadU(d, x + i));
     m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
     m2 = hn::Max(m2, hn::LoadU(d, x + i + 2 * N));
     m3 = hn::Max(m3, hn::LoadU(d, x + i + 3 * N));
   }
+  if (ahead != 0 && i < n) PrefetchSpan(x + i + ahead, n - i);
   for (; i + N <= n; i += N) m0 = hn::Max(m0, hn::LoadU(d, x + i));
   if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity()));
   return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
@@ -309,8 +326,12 @@ HWY_INLINE void FinishChunkOut(float* out, void* y, softmax_dtype dtype, int64_t
 // Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`. A row with a
 // NaN, a +inf, or only -inf has a NaN sum (see ExpNonPositive), so 1/sum and log(sum) are NaN and
 // the whole row comes out NaN with no extra test.
+// Rows are read in order, so the data `ahead` elements on (the next row, or 4 KiB for short
+// rows) is what comes next.
+HWY_INLINE size_t RowPrefetchDistance(size_t n) { return std::max<size_t>(n, 1024); }
+
 HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) {
-  const float max = RowMax(x, n);
+  const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
     LogOut(x, out, n, max, static_cast<float>(std::log(double(s))));
@@ -333,6 +354,7 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
   const size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   const size_t last = n - (kVecs - 1) * N;  // 1..N valid lanes in the last vector
+  PrefetchSpan(x + RowPrefetchDistance(n), n);
   const auto last_mask = hn::FirstN(d, last);
   VF v[kVecs];
   for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
@@ -368,7 +390,7 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
 HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t n, bool log_softmax) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  const float max = RowMax(x, n);
+  const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
     const VF vm = hn::Set(d, max), vl = hn::Set(d, static_cast<float>(std::log(double(s))));
@@ -459,7 +481,8 @@ void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_
 
 ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
   const float* xc = AsF32(x, dtype, size_t(n));
-  const float max = RowMax(xc, size_t(n));
+  // Chunks are visited in memory order: prefetch the next one (f32: xc is x itself).
+  const float max = RowMax(xc, size_t(n), dtype == SOFTMAX_DTYPE_F32 ? size_t(n) : 0);
   if (max == -std::numeric_limits<float>::infinity()) {
     // All -inf (or -inf and NaN): contributes nothing to a finite row, but a NaN must still
     // poison the row, and exp(x - max) would be NaN for the -inf elements, so look directly.
