@@ -37,17 +37,14 @@ inline Buffer run_rows(const Buffer& x, int64_t rows, int64_t cols, bool log_sof
   return y;
 }
 
-// softmax_test::check_row with two additions the shared helper lacks (reported to the lead):
-//  - an infinite expected value (log-softmax of a -inf element) must be met exactly, where the
-//    shared check computes inf - inf = NaN and fails;
-//  - f16 outputs below 2^-14 are subnormal with a fixed step of 2^-24, so their rounding error
-//    is up to 2^-25 absolute, not relative to the value (tiny probabilities underflow to 0).
+// softmax_test::check_row plus what the shared helper lacks (reported to the lead): an infinite
+// expected value (log-softmax of a -inf element) must be met exactly, where the shared check
+// computes inf - inf = NaN and fails.
 inline softmax_test::RowCheck check_row_cpu(const Buffer& y, size_t row, size_t cols,
                                             const std::vector<double>& ref, bool log_softmax) {
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
-    double tol = softmax_test::tolerance(y.dtype, want, log_softmax, cols);
-    if (y.dtype == SOFTMAX_DTYPE_F16 && !log_softmax) tol += 0x1p-25;
+    const double tol = softmax_test::tolerance(y.dtype, want, log_softmax, cols);
     const bool pass = std::isnan(want)   ? std::isnan(got)
                       : std::isinf(want) ? got == want
                                          : std::fabs(got - want) <= tol;
