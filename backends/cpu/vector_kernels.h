@@ -8,7 +8,10 @@
 //   M = max m_c,  S = sum_c s_c * exp(m_c - M),  f_c = float(exp(m_c - M) / S),  y_i = e_i * f_c.
 // Because e_i is a pure function of (x_i, m_c), storing it in phase 1 and recomputing it in phase 2
 // give the same bits, so a driver may pick either for speed without changing any result.
-// A row with cols <= kChunkElems is a single chunk: f = float(1 / double(s)).
+// A row with cols <= kChunkElems is a single chunk: f = float(1 / double(s)), which the short-row
+// kernels compute as the fp32 division 1.0f / s: for a quotient of two floats the two are the
+// same number (double has more than 2 * 24 + 2 bits, so rounding twice cannot differ from
+// rounding once), and the fp32 division is shorter on the per-row critical path.
 #pragma once
 
 #include <softmax/softmax.h>

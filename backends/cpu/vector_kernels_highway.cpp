@@ -337,7 +337,7 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
     LogOut(x, out, n, max, static_cast<float>(std::log(double(s))));
   } else {
     const float s = ExpSum<true>(x, n, max, out);
-    ScaleInPlace(out, n, static_cast<float>(1.0 / double(s)));
+    ScaleInPlace(out, n, 1.0f / s);
   }
 }
 
@@ -373,7 +373,7 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
     const VF ls = hn::Set(d, static_cast<float>(std::log(double(s))));
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Sub(hn::Sub(v[k], m), ls);
   } else {
-    const VF f = hn::Set(d, static_cast<float>(1.0 / double(s)));
+    const VF f = hn::Set(d, 1.0f / s);
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Mul(e[k], f);
   }
   if (kStream) {
@@ -397,7 +397,7 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
     for (size_t i = 0; i < n; i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
   } else {
     const float s = ExpSum<true>(x, n, max, scratch);
-    const VF f = hn::Set(d, static_cast<float>(1.0 / double(s)));
+    const VF f = hn::Set(d, 1.0f / s);
     for (size_t i = 0; i < n; i += N) hn::Stream(hn::Mul(hn::Load(d, scratch + i), f), d, y + i);
   }
 }

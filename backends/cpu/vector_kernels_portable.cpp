@@ -151,7 +151,7 @@ SOFTMAX_CPU_INLINE void row_in_l1(const float* x, float* out, size_t n, bool log
     for (size_t i = 0; i < n; ++i) out[i] = (load_f(x, i) - max) - ls;
   } else {
     const float s = exp_sum<true>(x, n, max, out);
-    const float f = static_cast<float>(1.0 / double(s));
+    const float f = 1.0f / s;
     for (size_t i = 0; i < n; ++i) out[i] *= f;
   }
 }
