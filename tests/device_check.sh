@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call on the H200 (device tool), under a global deadline:
+#   1. build the library, the GPU test suites and the benchmark;
+#   2. run the correctness suites and compute-sanitizer's memcheck, racecheck, synccheck and
+#      initcheck side by side (correctness only, so sharing the GPU is fine);
+#   3. then, alone on the GPU, the benchmark (rows table, seed ladder, dropout ladder) and the
+#      PyTorch comparison, in that order, each cut short by what is left of the deadline.
+# At most 8 files come back from $OUT, so the logs are gathered into a few.
+#
+#   OUT=out DEADLINE_S=520 COMMIT=<sha> bash tests/device_check.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/device-out}
+BUILD=${BUILD_DIR:-build-dev}
+mkdir -p "$OUT" "$BUILD/logs"
+start=$(date +%s)
+deadline=$((start + ${DEADLINE_S:-520}))
+left() { echo $((deadline - $(date +%s))); }
+stamp() { echo "[$(($(date +%s) - start))s] $*"; }
+# cap SECONDS: the smaller of SECONDS and what is left before the deadline (at least 1).
+cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo "$1"; }
+
+{
+  echo "commit: ${COMMIT:-unknown}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -2
+} > "$OUT/summary.txt" 2>&1
+
+stamp "configure + build"
+if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+         -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF &&
+       timeout "$(cap 240)" cmake --build "$BUILD" -j16 --target softmax softmax_api_tests \
+         softmax_cuda_tests softmax_comparison_tests softmax_reliability_tests softmax_bench; } \
+       > "$OUT/build.log" 2>&1; then
+  grep -E "error|Error" -A3 "$OUT/build.log" | head -60
+  echo "device_check.sh: BUILD FAILED"
+  exit 1
+fi
+readelf -d "$BUILD/libsoftmax.so" | grep -E "NEEDED|SONAME" >> "$OUT/summary.txt"
+
+T=$BUILD/tests
+L=$BUILD/logs
+stamp "correctness suites and compute-sanitizer, side by side"
+san() {  # <tool> <filter>
+  timeout "$(cap 150)" compute-sanitizer --tool "$1" --error-exitcode 3 \
+    $([ "$1" = memcheck ] && echo --leak-check full) \
+    "$T/cuda/softmax_cuda_tests" --gtest_brief=1 --gtest_filter="$2" > "$L/sanitizer_$1.log" 2>&1
+  echo "$1 rc=$?" >> "$L/sanitizer_$1.log"
+}
+timeout "$(cap 180)" "$T/cuda/softmax_cuda_tests" --gtest_brief=1 > "$L/cuda_tests.log" 2>&1 &
+timeout "$(cap 120)" "$T/comparisons/softmax_comparison_tests" --gtest_brief=1 > "$L/comparison_tests.log" 2>&1 &
+timeout "$(cap 120)" "$T/reliability/softmax_reliability_tests" --gtest_brief=1 --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1 &
+timeout "$(cap 60)" "$T/api/softmax_api_tests" --gtest_brief=1 > "$L/api_tests.log" 2>&1 &
+san memcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaRuntime.*:AllShapes/CudaRowsTest.*/f32_cols1025*:AllShapes/CudaRowsTest.*/bf16_cols65537*' &
+# racecheck instruments every shared-memory access: only the strategies that use shared memory
+# or cluster exchanges, at sizes that finish (block, cluster, split, misaligned).
+san racecheck 'AllShapes/CudaRowsTest.*/f32_cols4097*:AllShapes/CudaRowsTest.*/f32_cols32769:AllShapes/CudaRowsTest.*/bf16_cols12345:AllShapes/CudaRowsTest.*/f32_cols1048577:CudaDropout.MaskMatchesCpuBitForBit' &
+san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
+san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
+wait
+for f in cuda_tests comparison_tests determinism_tests api_tests; do
+  echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure" -A3 "$L/$f.log" | head -40
+done > "$L/tests.txt"
+cat "$L"/cuda_tests.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log > "$OUT/tests_full.log"
+for t in memcheck racecheck synccheck initcheck; do
+  echo "=== $t"; grep -E "SUMMARY|tests ran|PASSED|FAILED| rc=" "$L/sanitizer_$t.log"
+  grep -m3 -B2 -A12 "Invalid|Error:|Race reported|Uninitialized" "$L/sanitizer_$t.log"
+done > "$OUT/sanitizers.txt" 2>&1
+
+stamp "benchmark (GPU alone)"
+bench() {  # <seconds> <parts> <args...>
+  local s=$1 part=$2; shift 2
+  echo "### softmax_bench --gpu-parts $part $*" >> "$OUT/bench_gpu.txt"
+  timeout "$(cap "$s")" "$BUILD/bench/softmax_bench" --device cuda --gpu-parts "$part" \
+    --json "$L/bench_$part.json" "$@" >> "$OUT/bench_gpu.txt" 2>&1
+  echo "### rc=$?" >> "$OUT/bench_gpu.txt"
+}
+bench 150 rows --reps ${BENCH_REPS:-15}
+bench 40 ladder
+bench 60 dropout_ladder --reps ${BENCH_REPS:-15}
+python3 - "$OUT/bench_gpu.json" "$L"/bench_rows.json "$L"/bench_ladder.json "$L"/bench_dropout_ladder.json <<'PY'
+import json, os, sys
+json.dump({"parts": [json.load(open(p)) for p in sys.argv[2:] if os.path.exists(p)]},
+          open(sys.argv[1], "w"), indent=1)
+PY
+
+if [ "$(left)" -gt 45 ]; then
+  stamp "torch comparison ($(left) s left)"
+  compile_flag=""
+  [ "$(left)" -lt 150 ] && compile_flag=--no-compile
+  PYTHONUNBUFFERED=1 timeout "$(cap 400)" python3 bench/torch_compare.py --lib "$BUILD/libsoftmax.so" \
+    --reps 15 $compile_flag --json "$L/torch_compare.json" > "$OUT/torch_compare.txt" 2>&1
+  echo "torch_compare rc=$? ($compile_flag)" >> "$OUT/torch_compare.txt"
+  [ -f "$L/torch_compare.json" ] && cp "$L/torch_compare.json" "$OUT/"
+fi
+
+stamp "done"
+{
+  echo "================ summary ================"
+  cat "$L/tests.txt" "$OUT/sanitizers.txt"
+  grep -E "^!!!!|### rc" "$OUT/bench_gpu.txt"
+  tail -3 "$OUT/torch_compare.txt" 2>/dev/null
+} | tee -a "$OUT/summary.txt"
