@@ -21,6 +21,7 @@
 namespace {
 
 using softmax_test::Buffer;
+using softmax_test::check_row;
 using softmax_test::dtype_name;
 using softmax_test::fresh_seed;
 using softmax_test::random_input;
@@ -81,29 +82,16 @@ template <class Op>
 
 std::string cuda_result(cudaError_t e) { return e == cudaSuccess ? "" : cudaGetErrorString(e); }
 
-// The shared tolerance (reference.h) plus half the spacing of f16's subnormals: an f16 output
-// below 2^-14 is stored with an absolute step of 2^-24, so even a correctly rounded result can be
-// 2^-25 away from the exact value, far more than any relative bound allows (a 2-column row of
-// inputs in [-8, 8] already has outputs near 1e-7). bf16 and f32 share f32's exponent range,
-// where that floor is negligible.
-double comparison_tolerance(softmax_dtype dtype, double ref, bool log_softmax, int64_t cols) {
-  const double subnormal_half_step = dtype == SOFTMAX_DTYPE_F16 && !log_softmax ? 0x1p-25 : 0.0;
-  return softmax_test::tolerance(dtype, ref, log_softmax, static_cast<size_t>(cols)) + subnormal_half_step;
-}
-
-// Every row of y against the float64 reference.
+// Every row of y against the float64 reference with the shared tolerance (reference.h; it has an
+// absolute floor for f16's subnormal outputs).
 void expect_rows_match_reference(const Buffer& x, const Buffer& y, int64_t rows, int64_t cols, bool log_softmax,
                                  const std::string& what, uint64_t seed) {
   std::vector<double> ref;
   for (int64_t r = 0; r < rows; ++r) {
     reference_row(x, r, cols, log_softmax, &ref);
-    for (int64_t c = 0; c < cols; ++c) {
-      const double got = y.get(r * cols + c), want = ref[c];
-      const bool ok = std::isnan(want) ? std::isnan(got)
-                                       : std::fabs(got - want) <= comparison_tolerance(y.dtype, want, log_softmax, cols);
-      ASSERT_TRUE(ok) << what << " " << dtype_name(y.dtype) << " " << rows << "x" << cols << " row " << r << " col "
-                      << c << ": got " << got << ", want " << want << " (seed " << seed << ")";
-    }
+    const softmax_test::RowCheck c = check_row(y, r, cols, ref, log_softmax);
+    ASSERT_TRUE(c.ok) << what << " " << dtype_name(y.dtype) << " " << rows << "x" << cols << " row " << r
+                      << " col " << c.bad_col << ": got " << c.got << ", want " << c.want << " (seed " << seed << ")";
   }
 }
 
@@ -245,7 +233,7 @@ TEST(LibraryAgreement, CudaBackendAgreesWithCubAndThrust) {
       for (int64_t r = 0; r < rows; ++r) {
         reference_row(x, r, cols, false, &ref);
         for (int64_t c = 0; c < cols; ++c) {
-          const double t = 2 * comparison_tolerance(dtype, ref[c], false, cols);
+          const double t = 2 * softmax_test::tolerance(dtype, ref[c], false, cols);
           ASSERT_LE(std::fabs(lib.get(r * cols + c) - cub.get(r * cols + c)), t)
               << dtype_name(dtype) << " " << rows << "x" << cols << " row " << r << " col " << c
               << ": library " << lib.get(r * cols + c) << " vs CUB " << cub.get(r * cols + c) << " (seed " << seed << ")";
@@ -261,7 +249,7 @@ TEST(LibraryAgreement, CudaBackendAgreesWithCubAndThrust) {
         for (int64_t r = 0; r < rows; ++r) {
           reference_row(x, r, cols, false, &ref);
           for (int64_t c = 0; c < cols; ++c) {
-            const double t = 2 * comparison_tolerance(dtype, ref[c], false, cols);
+            const double t = 2 * softmax_test::tolerance(dtype, ref[c], false, cols);
             ASSERT_LE(std::fabs(lib.get(r * cols + c) - thr.get(r * cols + c)), t)
                 << rows << "x" << cols << " row " << r << " col " << c << ": library vs Thrust (seed " << seed << ")";
           }
