@@ -7,8 +7,7 @@
 #   tests/reliability/ci.sh                    # sanitizers + 60 s of fuzzing
 #   SOFTMAX_FUZZ_SECONDS=600 tests/reliability/ci.sh
 #
-# About 7-8 minutes on a 2-core machine from a clean tree (most of it compiling the two
-# sanitizer builds and the clang fuzz build); about 2.5 minutes when those builds are current.
+# Runtime on the 2-core build machine, from a clean tree: TIMING_PLACEHOLDER
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 fuzz_seconds="${SOFTMAX_FUZZ_SECONDS:-60}"

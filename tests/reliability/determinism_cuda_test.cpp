@@ -8,6 +8,8 @@
 // Skips, with the reason, when built without CUDA or when no CUDA device is usable.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -83,6 +85,13 @@ struct Result {
 // Uploads x, runs one call on `stream` (y and mask poisoned with `poison`), downloads the results.
 Result run_on_device(Op op, const Buffer& x, int64_t rows, int64_t cols, void* stream, uint8_t poison,
                      float p = 0.4f, uint64_t seed = 77, uint64_t offset = 3) {
+  // SOFTMAX_RELIABILITY_VERBOSE=1 names each call before it is made (to find a call that hangs).
+  static const bool verbose = std::getenv("SOFTMAX_RELIABILITY_VERBOSE") != nullptr;
+  if (verbose) {
+    std::fprintf(stderr, "cuda call: %s %s %lldx%lld stream %p\n", op_name(op),
+                 softmax_test::dtype_name(x.dtype), static_cast<long long>(rows),
+                 static_cast<long long>(cols), stream);
+  }
   Result r;
   const size_t bytes = x.bytes.size(), n = size_t(rows * cols);
   Device dx(bytes), dy(bytes), dm(n);

@@ -26,6 +26,7 @@ cxx="$(command -v clang++-14 || command -v clang++)"
 echo "== fuzz: building with $cxx into $build"
 mkdir -p "$build"
 cmake -S "$here/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DSOFTMAX_FUZZ_CHECK_ENUM="${SOFTMAX_FUZZ_CHECK_ENUM:-ON}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
