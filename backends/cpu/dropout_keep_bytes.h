@@ -12,5 +12,11 @@ namespace cpu {
 void dropout_keep_bytes(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n,
                         uint8_t* keep);
 
+#if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
+// The same bytes, computed with Highway for many Philox groups at once (runtime dispatch).
+void dropout_keep_bytes_highway(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n,
+                                uint8_t* keep);
+#endif
+
 }  // namespace cpu
 }  // namespace softmax_internal
