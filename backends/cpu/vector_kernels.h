@@ -8,6 +8,9 @@
 //   M = max m_c,  S = sum_c s_c * exp(m_c - M),  f_c = float(exp(m_c - M) / S),  y_i = e_i * f_c.
 // Because e_i is a pure function of (x_i, m_c), storing it in phase 1 and recomputing it in phase 2
 // give the same bits, so a driver may pick either for speed without changing any result.
+// Non-finite input needs no test in the loops: exp propagates NaN, and x - m_c is NaN for a +inf
+// element or an all -inf chunk, so such sums come out NaN and the row becomes NaN through f_c
+// (all -inf chunks are the one case handled apart, as they may sit in an otherwise finite row).
 // A row with cols <= kChunkElems is a single chunk: f = float(1 / double(s)), which the short-row
 // kernels compute as the fp32 division 1.0f / s: for a quotient of two floats the two are the
 // same number (double has more than 2 * 24 + 2 bits, so rounding twice cannot differ from
@@ -30,7 +33,7 @@ constexpr int64_t kChunkElems = 8192;
 struct ChunkPartial {
   float max;     // m_c; -inf when every element is -inf, +inf when one is +inf
   float sum;     // s_c = sum exp(x - m_c); 0 when max is -inf
-  bool has_nan;  // any NaN in the chunk
+  bool has_nan;  // a NaN or a +inf in the chunk (the sum came out NaN): the row is NaN
 };
 
 // What phase 2 of one chunk does with e_i = exp(x_i - shift), f32 arithmetic.
