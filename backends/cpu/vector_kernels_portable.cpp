@@ -20,8 +20,9 @@
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
-// GCC 11+ knows the x86-64-v3/v4 levels; sanitizer builds skip the clones (ifuncs resolve before
-// the sanitizer runtime is up), and so does clang, whose target_clones support differs.
+// GCC 11+ knows the x86-64-v3/v4 levels; sanitizer builds use the one baseline version (speed
+// does not matter there and ifunc resolvers are best kept out of instrumented code), and so does
+// clang, whose target_clones support differs.
 #if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define SOFTMAX_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
