@@ -1,11 +1,14 @@
 // Static names for status codes and the version string.
 #include <softmax/softmax.h>
 
+#include "enum_bits.h"
+
 #define SOFTMAX_STR2(x) #x
 #define SOFTMAX_STR(x) SOFTMAX_STR2(x)
 
 extern "C" const char* softmax_status_string(softmax_status status) {
-  switch (status) {
+  // Any int may arrive from C: switch on the bits, not on an enum-typed load.
+  switch (softmax_internal::enum_bits(status)) {
     case SOFTMAX_STATUS_SUCCESS: return "SOFTMAX_STATUS_SUCCESS";
     case SOFTMAX_STATUS_NULL_POINTER: return "SOFTMAX_STATUS_NULL_POINTER";
     case SOFTMAX_STATUS_INVALID_SIZE: return "SOFTMAX_STATUS_INVALID_SIZE";

@@ -1,5 +1,7 @@
 #include "validate.h"
 
+#include "enum_bits.h"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +57,7 @@ Outcome resolve_options(const softmax_options* options, ResolvedOptions* out) {
       }
     }
   }
-  const int backend = static_cast<int>(options->backend);
+  const int backend = enum_bits(options->backend);
   if (backend != SOFTMAX_BACKEND_AUTO && backend != SOFTMAX_BACKEND_CPU &&
       backend != SOFTMAX_BACKEND_CUDA) {
     return Outcome::fail(SOFTMAX_STATUS_INVALID_BACKEND,
@@ -75,19 +77,20 @@ Outcome resolve_options(const softmax_options* options, ResolvedOptions* out) {
                          "options->num_threads must be >= 0 (0 = OpenMP default), got " +
                              std::to_string(options->num_threads));
   }
-  out->backend = options->backend;
+  out->backend = static_cast<softmax_backend>(backend);
   out->flags = options->flags;
   out->stream = options->stream;
   out->num_threads = options->num_threads;
   return Outcome::ok();
 }
 
-Outcome check_dtype(softmax_dtype dtype) {
-  if (dtype_size(dtype) == 0) {
+Outcome check_dtype(int raw, softmax_dtype* dtype) {
+  if (raw != SOFTMAX_DTYPE_F32 && raw != SOFTMAX_DTYPE_F16 && raw != SOFTMAX_DTYPE_BF16) {
     return Outcome::fail(SOFTMAX_STATUS_INVALID_DTYPE,
-                         "dtype is " + std::to_string(static_cast<int>(dtype)) +
+                         "dtype is " + std::to_string(raw) +
                              ", not one of SOFTMAX_DTYPE_F32/F16/BF16 (0/1/2)");
   }
+  *dtype = static_cast<softmax_dtype>(raw);
   return Outcome::ok();
 }
 

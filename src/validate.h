@@ -19,7 +19,8 @@ struct ResolvedOptions {
 size_t dtype_size(softmax_dtype dtype);  // 0 for values outside the enum
 
 Outcome resolve_options(const softmax_options* options, ResolvedOptions* out);
-Outcome check_dtype(softmax_dtype dtype);
+// `raw` is the caller's dtype argument read with enum_bits(); on success *dtype holds it.
+Outcome check_dtype(int raw, softmax_dtype* dtype);
 // rows, cols > 0 and rows * cols * element_size fits in a ptrdiff_t; *bytes gets that size.
 Outcome check_shape(int64_t rows, int64_t cols, softmax_dtype dtype, size_t* bytes);
 // x and y identical or disjoint; mask (if any) disjoint from both.
