@@ -91,8 +91,8 @@ run_thread() {
   fi
   echo "== sanitizers: concurrency tests under TSan"
   local log="$dir/tsan.log"
-  # Kernels with 28+ bits of mmap randomisation place mappings where gcc 12's TSan does not expect
-  # them ("unexpected memory mapping"); running without address-space randomisation avoids it.
+  # A precaution: gcc 12's TSan can abort with "unexpected memory mapping" on kernels with high
+  # mmap randomisation (here it ran either way); without address-space randomisation it cannot.
   local norandom=()
   if setarch "$(uname -m)" -R true 2>/dev/null; then norandom=(setarch "$(uname -m)" -R); fi
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4" OMP_NUM_THREADS=1 \
