@@ -22,6 +22,7 @@ const char kUsage[] =
     "  --gpu-parts LIST        subset of rows,ladder,dropout_ladder (default: all)\n"
     "  --seed N                input seed (default: fresh each run)\n"
     "  --quick                 small sizes, few reps (CI smoke test)\n"
+    "  --lib-only              GPU rows table: copy, softmax_rows, softmax_dropout only\n"
     "  --json FILE             also write every row as JSON\n";
 
 bool parse_int64(const std::string& s, int64_t* v) {
@@ -106,6 +107,8 @@ bool parse_options(int argc, char** argv, Options* o, std::string* error) {
       std::exit(0);
     } else if (a == "--quick") {
       o->quick = true;
+    } else if (a == "--lib-only") {
+      o->lib_only = true;
     } else if (a == "--device") {
       if (!value(&v)) return false;
       o->device_given = true;

@@ -26,6 +26,9 @@ struct Options {
   int warmup = 2;
   int threads = 2;            // CPU section: OpenMP threads (OMP_NUM_THREADS, else 2)
   bool quick = false;         // small sizes, few reps: the CI smoke test
+  // --lib-only: the GPU rows table times the copy, softmax_rows and softmax_dropout only (no
+  // log-softmax, CUB, Thrust or mask variants): for strategy sweeps that run it many times.
+  bool lib_only = false;
   std::string json_path;      // --json FILE
   uint64_t seed = 0;          // input seed; fresh per run unless --seed
   // Parts of the GPU section: "rows" (shape table), "ladder" (seed ladder on one vector),

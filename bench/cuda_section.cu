@@ -87,28 +87,30 @@ void run_gpu_rows_table(const Options& o, Report* report, const GpuInfo& gpu, cu
         return LaunchResult::from_status(softmax_rows(c.x_at(s), c.y_at(s), shape.rows, shape.cols, dtype, &opt));
       }, o.warmup, reps, stream);
 
-      Expectation logsoft;
-      logsoft.expect = Expect::LogSoftmax;
-      softmax_options log_opt = opt;
-      log_opt.flags = SOFTMAX_FLAG_LOG;
-      measure_gpu_variant(report, c, "rows", "libsoftmax_log", xy, copy.gbs, logsoft, [&](int s) {
-        return LaunchResult::from_status(softmax_rows(c.x_at(s), c.y_at(s), shape.rows, shape.cols, dtype, &log_opt));
-      }, o.warmup, reps, stream);
-
-      // CUB's block per row needs enough rows to fill the GPU; a long single row would run on one SM.
-      if (shape.rows >= 2 * gpu.sms && shape.rows <= 0x7fffffff) {
-        measure_gpu_variant(report, c, "rows", "cub_block_reduce", xy, copy.gbs, soft, [&](int s) {
-          return LaunchResult::from_cuda(softmax_compare::cub_block_softmax(c.x_at(s), c.y_at(s), shape.rows,
-                                                                            shape.cols, dtype, false, stream));
+      if (!o.lib_only) {
+        Expectation logsoft;
+        logsoft.expect = Expect::LogSoftmax;
+        softmax_options log_opt = opt;
+        log_opt.flags = SOFTMAX_FLAG_LOG;
+        measure_gpu_variant(report, c, "rows", "libsoftmax_log", xy, copy.gbs, logsoft, [&](int s) {
+          return LaunchResult::from_status(softmax_rows(c.x_at(s), c.y_at(s), shape.rows, shape.cols, dtype, &log_opt));
         }, o.warmup, reps, stream);
-      }
-      if (dtype == SOFTMAX_DTYPE_F32 && (every_shape || contains(kThrustShapes, shape))) {
-        DeviceBuffer ws(softmax_compare::thrust_softmax_workspace_bytes(shape.rows));
-        measure_gpu_variant(report, c, "rows", "thrust_reduce_by_key", xy, copy.gbs, soft, [&](int s) {
-          return LaunchResult::from_cuda(softmax_compare::thrust_row_softmax(
-              static_cast<const float*>(c.x_at(s)), static_cast<float*>(c.y_at(s)), shape.rows, shape.cols,
-              false, ws.get(), stream));
-        }, o.warmup, std::min(reps, 10), stream);
+
+        // CUB's block per row needs enough rows to fill the GPU; a long single row would run on one SM.
+        if (shape.rows >= 2 * gpu.sms && shape.rows <= 0x7fffffff) {
+          measure_gpu_variant(report, c, "rows", "cub_block_reduce", xy, copy.gbs, soft, [&](int s) {
+            return LaunchResult::from_cuda(softmax_compare::cub_block_softmax(c.x_at(s), c.y_at(s), shape.rows,
+                                                                              shape.cols, dtype, false, stream));
+          }, o.warmup, reps, stream);
+        }
+        if (dtype == SOFTMAX_DTYPE_F32 && (every_shape || contains(kThrustShapes, shape))) {
+          DeviceBuffer ws(softmax_compare::thrust_softmax_workspace_bytes(shape.rows));
+          measure_gpu_variant(report, c, "rows", "thrust_reduce_by_key", xy, copy.gbs, soft, [&](int s) {
+            return LaunchResult::from_cuda(softmax_compare::thrust_row_softmax(
+                static_cast<const float*>(c.x_at(s)), static_cast<float*>(c.y_at(s)), shape.rows, shape.cols,
+                false, ws.get(), stream));
+          }, o.warmup, std::min(reps, 10), stream);
+        }
       }
 
       if (lib.check == "pass" && !std::isnan(lib.anchor_gbs)) {
@@ -131,7 +133,7 @@ void run_gpu_rows_table(const Options& o, Report* report, const GpuInfo& gpu, cu
         }, o.warmup, reps, stream);
         Expectation drop_mask = drop;
         drop_mask.mask_written = true;
-        measure_gpu_variant(report, c, "dropout", "libsoftmax_dropout_p0.1_mask", xy + c.bytes_mask, copy.gbs,
+        if (!o.lib_only) measure_gpu_variant(report, c, "dropout", "libsoftmax_dropout_p0.1_mask", xy + c.bytes_mask, copy.gbs,
                             drop_mask, [&](int s) {
           return LaunchResult::from_status(softmax_dropout(c.x_at(s), c.y_at(s), c.mask_at(s), shape.rows,
                                                            shape.cols, dtype, kDropoutP, o.seed, kDropoutOffset, &opt));

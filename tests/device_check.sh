@@ -28,19 +28,32 @@ cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo
   nvcc --version | tail -2
 } > "$OUT/summary.txt" 2>&1
 
-stamp "configure + build"
-if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF &&
-       timeout "$(cap 240)" cmake --build "$BUILD" -j16 --target softmax softmax_api_tests \
-         softmax_cuda_tests softmax_comparison_tests softmax_reliability_tests softmax_bench; } \
-       > "$OUT/build.log" 2>&1; then
-  grep -E "error|Error" -A3 "$OUT/build.log" | head -60
-  echo "device_check.sh: BUILD FAILED"
-  exit 1
+# PREBUILT=DIR: binaries built elsewhere (same commit, -DCMAKE_CUDA_ARCHITECTURES=90) laid out
+# flat in DIR with libsoftmax.so*: no build on the device, which saves minutes of device time.
+if [ -n "${PREBUILT:-}" ]; then
+  stamp "prebuilt binaries from $PREBUILT"
+  export LD_LIBRARY_PATH=$PREBUILT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  CUDA_TESTS=$PREBUILT/softmax_cuda_tests COMP_TESTS=$PREBUILT/softmax_comparison_tests
+  REL_TESTS=$PREBUILT/softmax_reliability_tests API_TESTS=$PREBUILT/softmax_api_tests
+  BENCH_BIN=$PREBUILT/softmax_bench LIB=$PREBUILT/libsoftmax.so.0
+else
+  stamp "configure + build"
+  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+           -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF &&
+         timeout "$(cap 240)" cmake --build "$BUILD" -j16 --target softmax softmax_api_tests \
+           softmax_cuda_tests softmax_comparison_tests softmax_reliability_tests softmax_bench; } \
+         > "$OUT/build.log" 2>&1; then
+    grep -E "error|Error" -A3 "$OUT/build.log" | head -60
+    echo "device_check.sh: BUILD FAILED"
+    exit 1
+  fi
+  T=$BUILD/tests
+  CUDA_TESTS=$T/cuda/softmax_cuda_tests COMP_TESTS=$T/comparisons/softmax_comparison_tests
+  REL_TESTS=$T/reliability/softmax_reliability_tests API_TESTS=$T/api/softmax_api_tests
+  BENCH_BIN=$BUILD/bench/softmax_bench LIB=$BUILD/libsoftmax.so
 fi
-readelf -d "$BUILD/libsoftmax.so" | grep -E "NEEDED|SONAME" >> "$OUT/summary.txt"
+readelf -d "$LIB" | grep -E "NEEDED|SONAME" >> "$OUT/summary.txt"
 
-T=$BUILD/tests
 L=$BUILD/logs
 # Line-buffered output: a step cut off by its timeout still leaves every line it printed.
 lb() { stdbuf -oL -eL "$@"; }
@@ -48,23 +61,24 @@ lb() { stdbuf -oL -eL "$@"; }
 # cores with four compute-sanitizer processes and every one of them ran out of time.
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 stamp "correctness suites"
-lb timeout "$(cap 180)" "$T/cuda/softmax_cuda_tests" > "$L/cuda_tests.log" 2>&1
+lb timeout "$(cap 180)" "$CUDA_TESTS" > "$L/cuda_tests.log" 2>&1
 echo "rc=$?" >> "$L/cuda_tests.log"
-lb timeout "$(cap 90)" "$T/comparisons/softmax_comparison_tests" > "$L/comparison_tests.log" 2>&1
-lb timeout "$(cap 60)" "$T/reliability/softmax_reliability_tests" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
-lb timeout "$(cap 30)" "$T/api/softmax_api_tests" > "$L/api_tests.log" 2>&1
+lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
+lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
+lb timeout "$(cap 30)" "$API_TESTS" > "$L/api_tests.log" 2>&1
 
 stamp "compute-sanitizer memcheck, racecheck, synccheck, initcheck (side by side)"
 san() {  # <tool> <filter>
   lb timeout "$(cap 150)" compute-sanitizer --tool "$1" --error-exitcode 3 \
     $([ "$1" = memcheck ] && echo --leak-check full) \
-    "$T/cuda/softmax_cuda_tests" --gtest_filter="$2" > "$L/sanitizer_$1.log" 2>&1
+    "$CUDA_TESTS" --gtest_filter="$2" > "$L/sanitizer_$1.log" 2>&1
   echo "$1 rc=$?" >> "$L/sanitizer_$1.log"
 }
-san memcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaRuntime.*' &
-# racecheck instruments every shared-memory access: only the strategies that use shared memory
-# or cluster exchanges, at sizes that finish (block, cluster, split, misaligned).
-san racecheck 'AllShapes/CudaRowsTest.*/f32_cols4097*:AllShapes/CudaRowsTest.*/f32_cols32769:AllShapes/CudaRowsTest.*/bf16_cols12345:AllShapes/CudaRowsTest.*/f32_cols1048577:CudaDropout.MaskMatchesCpuBitForBit' &
+san memcheck 'CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaRuntime.*' &
+# racecheck instruments every shared-memory access and is by far the slowest: the non-finite
+# test (few rows on every strategy: warp, prefetch with bulk copies and clusters, cluster_row,
+# split) and misaligned cluster_row / split shapes.
+san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllShapes/CudaRowsTest.*/f32_cols32769:AllShapes/CudaRowsTest.*/f32_cols1048577' &
 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
@@ -83,7 +97,7 @@ stamp "benchmark (GPU alone)"
 bench() {  # <seconds> <parts> <args...>
   local s=$1 part=$2; shift 2
   echo "### softmax_bench --gpu-parts $part $*" >> "$OUT/bench_gpu.txt"
-  timeout "$(cap "$s")" "$BUILD/bench/softmax_bench" --device cuda --gpu-parts "$part" \
+  timeout "$(cap "$s")" "$BENCH_BIN" --device cuda --gpu-parts "$part" \
     --json "$L/bench_$part.json" "$@" >> "$OUT/bench_gpu.txt" 2>&1
   echo "### rc=$?" >> "$OUT/bench_gpu.txt"
 }
@@ -100,7 +114,7 @@ if [ "$(left)" -gt 45 ]; then
   stamp "torch comparison ($(left) s left)"
   compile_flag=""
   [ "$(left)" -lt 150 ] && compile_flag=--no-compile
-  PYTHONUNBUFFERED=1 timeout "$(cap 400)" python3 bench/torch_compare.py --lib "$BUILD/libsoftmax.so" \
+  PYTHONUNBUFFERED=1 timeout "$(cap 400)" python3 bench/torch_compare.py --lib "$LIB" \
     --reps 15 $compile_flag --json "$L/torch_compare.json" > "$OUT/torch_compare.txt" 2>&1
   echo "torch_compare rc=$? ($compile_flag)" >> "$OUT/torch_compare.txt"
   [ -f "$L/torch_compare.json" ] && cp "$L/torch_compare.json" "$OUT/"

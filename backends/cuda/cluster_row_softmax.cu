@@ -12,6 +12,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include "backends/cuda/cluster_barrier.cuh"
 #include "backends/cuda/cuda_outcome.h"
 #include "backends/cuda/launch_args.h"
 #include "backends/cuda/row_math.cuh"
@@ -21,27 +22,11 @@ namespace cg = cooperative_groups;
 namespace softmax_internal {
 namespace cuda_kernels {
 
-// Cluster barrier halves (PTX barrier.cluster). Only the thread that wrote a slot needs release
-// semantics; a release on every thread would make each wait for its earlier global stores.
-// The non-.aligned forms: publish_to_cluster arrives from a divergent branch, and .aligned
-// would require the whole warp to execute each barrier instruction together.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait;" ::: "memory");  // acquire
-}
-
 // Thread 0 stores `value` into this block's slot; after the call every block of the cluster
 // may read every block's slot.
 __device__ __forceinline__ void publish_to_cluster(float* slot, float value) {
-  if (threadIdx.x == 0) {
-    *slot = value;
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-  } else {
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-  }
-  cluster_wait();
+  if (threadIdx.x == 0) *slot = value;
+  cluster_sync_after_publish();
 }
 
 // Each block owns `slice` consecutive columns of its row (a multiple of kVec; the last block

@@ -33,6 +33,11 @@ Outcome launch_warp_per_row(const LaunchArgs& a, int grid_waves = 8);
 // One row per cluster of `cluster` blocks (1 = a plain block per row) of `threads` threads,
 // each holding up to `elems_per_thread` (16 or 32) elements of the row.
 Outcome launch_cluster_row(const LaunchArgs& a, int cluster, int threads, int elems_per_thread);
+// A persistent grid of blocks, or clusters of `cluster` blocks, of `threads` threads, each
+// thread holding kPrefetchElemsPerThread elements; the next rows stream into shared memory
+// while one is reduced. Needs 16-byte vectors (vector_ok). bulk_stages > 0: stages filled by
+// bulk copies (the copy engine), that many deep; 0: per-thread cp.async, kPrefetchStages deep.
+Outcome launch_prefetch_row(const LaunchArgs& a, int cluster, int threads, int bulk_stages);
 // l2_share: a wave of rows takes at most 1/l2_share of the L2.
 Outcome launch_split_row(const LaunchArgs& a, int l2_share = 2);
 
@@ -43,5 +48,14 @@ constexpr int kClusterMaxSize = 8;       // portable cluster size: always schedu
 constexpr int kClusterMaxThreads = 512;  // 128 registers per thread: 32 values never spill
 constexpr int64_t kClusterRowMaxCols =
     int64_t{kClusterMaxElemsPerThread} * kClusterMaxThreads * kClusterMaxSize;
+
+constexpr int kPrefetchElemsPerThread = 32;
+constexpr int kPrefetchMaxThreads = 512;
+// cp.async ring depth: the slice being reduced and two in flight; with 512 threads x 32 fp32
+// values that is 3 x 64 KB, the most an SM's 227 KB of shared memory holds.
+constexpr int kPrefetchStages = 3;
+constexpr int kPrefetchMaxStages = 8;  // bulk-copy ring depth limit
+constexpr int64_t kPrefetchRowMaxCols =
+    int64_t{kPrefetchElemsPerThread} * kPrefetchMaxThreads * kClusterMaxSize;
 
 }  // namespace softmax_internal
