@@ -175,10 +175,13 @@ Outcome launch_shape(const LaunchArgs& a, int l2_share) {
   const int64_t l2_budget = static_cast<int64_t>(dev.l2_bytes) / l2_share;
   int64_t wave_rows = a.rows * row_bytes <= l2_budget ? a.rows : std::max<int64_t>(1, l2_budget / row_bytes);
   wave_rows = std::min<int64_t>(wave_rows, 1 << 16);
-  // Parts per row: enough blocks in one wave's stats role to fill every SM once.
+  // Parts per row: enough for one row's stats role to fill every SM once, whatever the number
+  // of rows. The partition decides the order of the sums, so it must depend on cols (and the
+  // device) alone: a row's result may not change with the rows around it (batch invariance,
+  // tests/reliability/determinism_cuda_test.cpp). Many rows just bring many more blocks.
   const int64_t resident = int64_t{dev.sm_count} * blocks_per_sm(kernel, a.device);
   const int64_t tiles = (a.cols + kSplitTile - 1) / kSplitTile;
-  int64_t parts = std::clamp<int64_t>((resident + wave_rows - 1) / wave_rows, 1, tiles);
+  int64_t parts = std::clamp<int64_t>(resident, 1, tiles);
   const int64_t part_len = (tiles + parts - 1) / parts * kSplitTile;
   parts = (a.cols + part_len - 1) / part_len;
   const int64_t waves = (a.rows + wave_rows - 1) / wave_rows;

@@ -213,7 +213,8 @@ TEST(CudaDeterminism, SameBitsOnEveryStreamAndFromConcurrentThreads) {
           const Result r = run_on_device(op, x, s.rows, s.cols, st, 0xEE);
           ASSERT_EQ(r.status, SOFTMAX_STATUS_SUCCESS) << r.error;
           ASSERT_EQ(ref.y, r.y) << "stream vs default stream: " << what(op, dtype, s, seed);
-          ASSERT_EQ(ref.mask, r.mask) << "stream vs default stream: " << what(op, dtype, s, seed);
+          // Only dropout writes a mask; for the other ops it holds each run's own poison.
+          if (op == Op::Dropout) ASSERT_EQ(ref.mask, r.mask) << "stream vs default stream: " << what(op, dtype, s, seed);
         }
         Result r1, r2;
         std::thread t1([&] { r1 = run_on_device(op, x, s.rows, s.cols, nonblocking, 0x33); });
