@@ -63,6 +63,14 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 stamp "correctness suites"
 lb timeout "$(cap 180)" "$CUDA_TESTS" > "$L/cuda_tests.log" 2>&1
 echo "rc=$?" >> "$L/cuda_tests.log"
+# The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced.
+FORCED_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.*:CudaRuntime.*:AllShapes/*'
+for forced in prefetch: prefetch:0 cluster:; do
+  IFS=: read -r strategy stages <<< "$forced"
+  SOFTMAX_CUDA_STRATEGY=$strategy SOFTMAX_CUDA_PREFETCH_STAGES=$stages lb timeout "$(cap 90)" "$CUDA_TESTS" \
+    --gtest_filter="$FORCED_FILTER" > "$L/forced_${strategy}${stages:+_cp_async}.log" 2>&1
+  echo "rc=$?" >> "$L/forced_${strategy}${stages:+_cp_async}.log"
+done
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
 lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
 lb timeout "$(cap 30)" "$API_TESTS" > "$L/api_tests.log" 2>&1
@@ -82,10 +90,10 @@ san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllSha
 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in cuda_tests comparison_tests determinism_tests api_tests; do
+for f in cuda_tests forced_prefetch forced_prefetch_cp_async forced_cluster comparison_tests determinism_tests api_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
-cat "$L"/cuda_tests.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log > "$OUT/tests_full.log"
+cat "$L"/cuda_tests.log "$L"/forced_*.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log > "$OUT/tests_full.log"
 for t in memcheck racecheck synccheck initcheck; do
   echo "=== $t"; grep -E "SUMMARY|tests ran|PASSED|FAILED| rc=" "$L/sanitizer_$t.log"
   grep -E -m3 -B2 -A12 "Invalid|Error:|Race reported|Uninitialized" "$L/sanitizer_$t.log"
