@@ -71,19 +71,9 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
     }
     const float m_log2e = m * kLog2e;
 
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int64_t col = begin + (threadIdx.x + int64_t{k} * blockDim.x) * kVec;
-      if (col < end) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          const float e = exp_shifted(v[k][j], m_log2e);
-          s += e;
-          if (!ep.log_softmax) v[k][j] = e;
-        }
-      }
-    }
+    float s = exp_sum_in_place(v, m_log2e, ep.log_softmax, [&](int k) {
+      return begin + (threadIdx.x + int64_t{k} * blockDim.x) * kVec < end;
+    });
     s = block_sum(s, sum_scratch);
     if (csize > 1) {
       // Safe to overwrite: every block read slot 0 before arriving at the barrier below.

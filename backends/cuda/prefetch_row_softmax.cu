@@ -186,18 +186,7 @@ __global__ void __launch_bounds__(kPrefetchMaxThreads)
 
     const float shift = part_shift(m);
     const float shift_log2e = shift * kLog2e;
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      if (column(k) < end) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          const float e = exp_shifted(v[k][j], shift_log2e);
-          s += e;
-          if (!ep.log_softmax) v[k][j] = e;
-        }
-      }
-    }
+    float s = exp_sum_in_place(v, shift_log2e, ep.log_softmax, [&](int k) { return column(k) < end; });
     s = block_sum(s, sum_scratch);
 
     // The row's max M and sum S (sum of exp(x - M)), and this block's factor from its own exps

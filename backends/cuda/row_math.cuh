@@ -165,6 +165,27 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return r;
 }
 
+// Sum of exp(v - shift) over a thread's held row piece (the accesses k with held(k)), given
+// shift_log2e = shift * log2(e). v becomes those exps for softmax; log-softmax keeps x, which
+// its epilogue needs. Shared by the block and cluster kernels that hold rows in registers.
+template <int kPerThread, int kVec, class Held>
+__device__ __forceinline__ float exp_sum_in_place(float (&v)[kPerThread][kVec], float shift_log2e,
+                                                  bool log_softmax, Held held) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    if (held(k)) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const float e = exp_shifted(v[k][j], shift_log2e);
+        s += e;
+        if (!log_softmax) v[k][j] = e;
+      }
+    }
+  }
+  return s;
+}
+
 // A partial row: s = sum of exp(x - m) over its elements. An empty part, or one whose finite
 // elements are all -inf, has m = -inf and s in {0, NaN} (NaN when it saw a NaN): its exps were
 // taken with shift 0, so -inf contributes 0 and NaN stays NaN. That keeps the textbook results
