@@ -155,7 +155,12 @@ Outcome launch_softmax(LaunchArgs a) {
     const PrefetchPlan plan = prefetch_plan(a);
     const PrefetchShape p = prefetch_shape(a.cols, vec, o.prefetch_threads > 0 ? o.prefetch_threads : plan.max_threads);
     const int stages = o.bulk_stages >= 0 ? o.bulk_stages : plan.bulk_stages;
-    if (p.cluster == 1 || (p.cluster > 1 && clusters)) return launch_prefetch_row(a, p.cluster, p.threads, stages);
+    // The shallowest ring it may run with must fit a block's shared memory (1 KB left for the
+    // static arrays). Always true on sm_90 parts (227 KB; the largest ring here takes 192 KB).
+    const int64_t stage_bytes = int64_t{p.threads} * kPrefetchElemsPerThread * (a.dtype == SOFTMAX_DTYPE_F32 ? 4 : 2);
+    const bool fits = stage_bytes * (stages > 0 ? 2 : kPrefetchStages) <= a.limits->max_smem_per_block_optin - 1024;
+    if (fits && (p.cluster == 1 || (p.cluster > 1 && clusters)))
+      return launch_prefetch_row(a, p.cluster, p.threads, stages);
   }
 
   if (a.cols <= kClusterRowMaxCols && forced != Forced::Split) {
