@@ -1,17 +1,19 @@
-// Prefetching row softmax for long rows (2K to 128K columns, 16-byte aligned): a persistent
-// grid of blocks (or clusters of up to 8 blocks, each owning a slice of the row) loops over
-// rows, and while it reduces and writes one row, the next kStages - 1 rows are already on their
-// way into a shared-memory ring through cp.async.
+// Prefetching row softmax for long rows (past 4K fp32 / 1K 16-bit columns, up to 128K, 16-byte
+// aligned): a persistent grid of blocks (or clusters of up to 8 blocks, each owning a slice of
+// the row) loops over rows, and while it reduces and writes one row, the next rows are already
+// on their way into a shared-memory ring: one bulk copy per block and row by the copy engine
+// (TMA), completing on an mbarrier, or per-thread 16-byte cp.async copies (the launcher picks:
+// bulk for softmax, cp.async for dropout, from the sweep in bench/RESULTS.md).
 //
 // Why: the cluster_row kernel holds a row in registers and issues its loads only when the block
 // starts the row; between the loads and the stores it waits for block and cluster barriers,
 // and during those waits its SM has nothing in flight unless other blocks happen to be loading.
-// Measured on the H200 (fp32, 1 GiB) that left long rows at 2.8-3.5 TB/s (8K-32K columns) and
-// 16-bit rows at 1.2-2.3 TB/s, where a block's row holds half the bytes. Here each thread
-// copies exactly the 16-byte pieces it will later read itself, so the ring needs no block
-// barrier at all: cp.async.wait_group orders a thread's own copies, and a slot is refilled
-// only after the same thread has consumed what it held. Loads are therefore always in flight,
-// barriers or not.
+// Measured on the H200 (fp32, 1 GiB) that left long rows at 2.2-3.1 TB/s (8K-64K columns) and
+// 16-bit rows at 1.1-2.7 TB/s, where a block's row holds half the bytes; prefetch_row runs them
+// at 2.6-3.4 and 2.4-3.3. With cp.async each thread copies exactly the 16-byte pieces it will
+// later read itself, so that ring needs no block barrier at all: cp.async.wait_group orders a
+// thread's own copies, and a slot is refilled only after the same thread has consumed what it
+// held. The bulk ring is refilled by thread 0 after the block barrier inside block_max.
 //
 // Cluster exchange: one (max, sum) pair per block and row through distributed shared memory
 // and a single cluster barrier per row (the cluster_row kernel needs two): each block sums its
