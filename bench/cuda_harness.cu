@@ -167,12 +167,8 @@ void attach_anchor(Row* row, const Shape& shape, bool dropout) {
   }
 }
 
-}  // namespace
-
-Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
-                        const std::string& variant, double bytes, double copy_gbs,
-                        const Expectation& ex, const Launch& launch, int warmup, int reps,
-                        cudaStream_t stream) {
+// A table row for one variant of case c, before it is measured.
+Row gpu_row(const GpuCase& c, const std::string& section, const std::string& variant, double bytes) {
   Row row;
   row.device = "cuda";
   row.section = section;
@@ -181,6 +177,16 @@ Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
   row.dtype = dtype_label(c.dtype);
   row.variant = variant;
   row.bytes = bytes;
+  return row;
+}
+
+}  // namespace
+
+Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
+                        const std::string& variant, double bytes, double copy_gbs,
+                        const Expectation& ex, const Launch& launch, int warmup, int reps,
+                        cudaStream_t stream) {
+  Row row = gpu_row(c, section, variant, bytes);
   row.copy_gbs = copy_gbs;
   row.tolerance = tolerance_for(c.dtype, ex.float_sum);
   if (section != "ladder" && section != "dropout_ladder")
@@ -261,14 +267,7 @@ Row measure_gpu_variant(Report* report, GpuCase& c, const std::string& section,
 
 Row measure_gpu_copy(Report* report, GpuCase& c, const std::string& section, int warmup, int reps,
                      cudaStream_t stream) {
-  Row row;
-  row.device = "cuda";
-  row.section = section;
-  row.rows = c.shape.rows;
-  row.cols = c.shape.cols;
-  row.dtype = dtype_label(c.dtype);
-  row.variant = "copy";
-  row.bytes = 2.0 * c.bytes_x;
+  Row row = gpu_row(c, section, "copy", 2.0 * c.bytes_x);
   const Launch copy = [&](int s) {
     return LaunchResult::from_cuda(cudaMemcpyAsync(c.y_at(s), c.x_at(s), c.bytes_x, cudaMemcpyDeviceToDevice, stream));
   };
