@@ -61,29 +61,20 @@ pub fn dropout<T: Element>(
     dropout: Dropout,
     options: &Options,
 ) -> Result<(), Error> {
-    let mask_len = keep_mask.as_ref().map(|m| m.len());
-    let mut lens = vec![("x", x.len()), ("y", y.len())];
-    if let Some(n) = mask_len {
-        lens.push(("keep_mask", n));
-    }
-    let (r, c) = shape(rows, cols, &lens)?;
-    let o = sync_backend(options)?.to_c(ptr::null_mut());
-    let mask = keep_mask.map_or(ptr::null_mut(), |m| m.as_mut_ptr());
-    // SAFETY: every slice holds rows * cols elements and none overlaps another (&/&mut).
-    check(unsafe {
-        sys::softmax_dropout(
+    let lens = [("x", x.len()), ("y", y.len())];
+    // SAFETY: x and y are slices of T, distinct (&/&mut); their lengths go to the check.
+    unsafe {
+        dropout_checked::<T>(
             x.as_ptr() as *const c_void,
             y.as_mut_ptr() as *mut c_void,
-            mask,
-            r,
-            c,
-            T::DTYPE.raw(),
-            dropout.p,
-            dropout.seed,
-            dropout.offset,
-            &o,
+            &lens,
+            keep_mask,
+            rows,
+            cols,
+            dropout,
+            options,
         )
-    })
+    }
 }
 
 /// [`dropout`] with the result written over its input.
@@ -95,30 +86,49 @@ pub fn dropout_in_place<T: Element>(
     dropout: Dropout,
     options: &Options,
 ) -> Result<(), Error> {
-    let mask_len = keep_mask.as_ref().map(|m| m.len());
-    let mut lens = vec![("xy", xy.len())];
-    if let Some(n) = mask_len {
-        lens.push(("keep_mask", n));
+    let lens = [("xy", xy.len())];
+    let p = xy.as_mut_ptr() as *mut c_void;
+    // SAFETY: one slice of T as both x and y: the library's in-place mode.
+    unsafe { dropout_checked::<T>(p as *const c_void, p, &lens, keep_mask, rows, cols, dropout, options) }
+}
+
+/// The call behind [`dropout`] and [`dropout_in_place`]: checks that the buffers in `lens` and
+/// the mask hold rows * cols elements, then calls the library.
+///
+/// # Safety
+/// `x` and `y` point to slices of `T` whose lengths are in `lens`, either distinct or equal.
+#[allow(clippy::too_many_arguments)]
+unsafe fn dropout_checked<T: Element>(
+    x: *const c_void,
+    y: *mut c_void,
+    lens: &[(&str, usize)],
+    keep_mask: Option<&mut [u8]>,
+    rows: usize,
+    cols: usize,
+    dropout: Dropout,
+    options: &Options,
+) -> Result<(), Error> {
+    let mut all = lens.to_vec();
+    if let Some(m) = keep_mask.as_ref() {
+        all.push(("keep_mask", m.len()));
     }
-    let (r, c) = shape(rows, cols, &lens)?;
+    let (r, c) = shape(rows, cols, &all)?;
     let o = sync_backend(options)?.to_c(ptr::null_mut());
     let mask = keep_mask.map_or(ptr::null_mut(), |m| m.as_mut_ptr());
-    let p = xy.as_mut_ptr() as *mut c_void;
-    // SAFETY: as in `dropout`; x == y is the library's in-place mode.
-    check(unsafe {
-        sys::softmax_dropout(
-            p as *const c_void,
-            p,
-            mask,
-            r,
-            c,
-            T::DTYPE.raw(),
-            dropout.p,
-            dropout.seed,
-            dropout.offset,
-            &o,
-        )
-    })
+    // SAFETY: every buffer holds rows * cols elements (checked above); the caller vouches for
+    // x and y, and the mask is its own &mut slice.
+    check(sys::softmax_dropout(
+        x,
+        y,
+        mask,
+        r,
+        c,
+        T::DTYPE.raw(),
+        dropout.p,
+        dropout.seed,
+        dropout.offset,
+        &o,
+    ))
 }
 
 /// Borrowed slices must not be written after the borrow ends, but a CUDA-backend call returns
