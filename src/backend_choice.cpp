@@ -29,16 +29,18 @@ Outcome require_available(const Backend& b) {
 
 }  // namespace
 
-Outcome choose_backend(softmax_backend requested, const void* x, const void* y, const void* mask,
+Outcome choose_backend(softmax_backend requested, std::initializer_list<NamedPointer> pointers,
                        const Backend** chosen) {
   // With no usable CUDA driver every pointer classifies as Host, so AUTO falls back to the CPU.
-  struct Named {
+  struct Classified {
     const char* name;
     MemorySpace space;
   };
-  Named ptrs[3] = {{"x", cuda_memory_space(x)}, {"y", cuda_memory_space(y)}, {"keep_mask", {}}};
-  const int n = mask != nullptr ? 3 : 2;
-  if (mask != nullptr) ptrs[2].space = cuda_memory_space(mask);
+  Classified ptrs[8];
+  int n = 0;
+  for (const NamedPointer& p : pointers) {
+    if (p.ptr != nullptr && n < 8) ptrs[n++] = {p.name, cuda_memory_space(p.ptr)};
+  }
 
   if (requested == SOFTMAX_BACKEND_AUTO) {
     bool any_device = false;

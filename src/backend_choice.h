@@ -2,12 +2,19 @@
 // and checks that the pointers live where the chosen backend can reach them.
 #pragma once
 
+#include <initializer_list>
+
 #include "backends/backend.h"
 
 namespace softmax_internal {
 
-// On success *chosen is the backend to run. `mask` may be null.
-Outcome choose_backend(softmax_backend requested, const void* x, const void* y, const void* mask,
+struct NamedPointer {
+  const char* name;
+  const void* ptr;  // nullptr: an optional array the call does not use
+};
+
+// On success *chosen is the backend to run.
+Outcome choose_backend(softmax_backend requested, std::initializer_list<NamedPointer> pointers,
                        const Backend** chosen);
 
 }  // namespace softmax_internal

@@ -38,36 +38,61 @@ softmax_status guarded(Body&& body) {
   }
 }
 
-// Argument checks shared by both entry points, in the order a caller would fix them. The backend
-// is chosen only after every argument is known to be well formed.
-// `dtype_raw` is the caller's dtype read with enum_bits(); *dtype gets it once it is known valid.
-Outcome validate_arguments(const void* x, const void* y, const void* mask, int64_t rows,
-                           int64_t cols, int dtype_raw, const softmax_options* options,
-                           ResolvedOptions* opts, softmax_dtype* dtype) {
-  if (x == nullptr) return Outcome::fail(SOFTMAX_STATUS_NULL_POINTER, "x is NULL");
-  if (y == nullptr) return Outcome::fail(SOFTMAX_STATUS_NULL_POINTER, "y is NULL");
-  if (Outcome o = resolve_options(options, opts); !o.good()) return o;
-  if (Outcome o = check_dtype(dtype_raw, dtype); !o.good()) return o;
-  size_t bytes = 0;
-  if (Outcome o = check_shape(rows, cols, *dtype, &bytes); !o.good()) return o;
-  const size_t mask_bytes = bytes / dtype_size(*dtype);
-  return check_overlap(x, y, bytes, mask, mask_bytes);
+// What an entry point accepts beyond the common arguments.
+struct Rules {
+  const char* function;
+  bool log_allowed;
+  bool f64_allowed;   // false for the float row statistics
+  const float* p;     // the dropout probability to check, or nullptr
+};
+
+// The checks every entry point shares, in the order a caller would fix them: sizes, options,
+// storage types, what this function accepts. Pointers are checked after, and only for non-empty
+// calls (an empty call reads nothing, so its pointers may be NULL).
+struct Checked {
+  ResolvedOptions opts;
+  Dtypes dtype{};
+  bool empty = false;
+  bool log() const { return (opts.flags & SOFTMAX_FLAG_LOG) != 0; }
+  ExecContext context() const { return ExecContext{opts.stream, opts.num_threads}; }
+};
+
+Outcome check_common(const Rules& rules, int64_t rows, int64_t cols, int dtype_raw,
+                     const softmax_options* options, Checked* c) {
+  if (Outcome o = check_sizes(rows, cols, &c->empty); !o.good()) return o;
+  if (Outcome o = resolve_options(options, &c->opts); !o.good()) return o;
+  if (Outcome o = check_dtypes(dtype_raw, c->opts, &c->dtype); !o.good()) return o;
+  if (c->log() && !rules.log_allowed) {
+    return Outcome::fail(SOFTMAX_STATUS_INVALID_OPTIONS,
+                         std::string("SOFTMAX_FLAG_LOG is not supported by ") + rules.function);
+  }
+  if (!rules.f64_allowed && (c->dtype.x == SOFTMAX_DTYPE_F64 || c->dtype.y == SOFTMAX_DTYPE_F64)) {
+    return Outcome::fail(SOFTMAX_STATUS_INVALID_DTYPE,
+                         std::string(rules.function) +
+                             " keeps float row statistics, which cannot carry f64 rows");
+  }
+  if (rules.p != nullptr) return check_probability(*rules.p);
+  return Outcome::ok();
 }
+
+size_t xsize(const Checked& c) { return dtype_size(c.dtype.x); }
+size_t ysize(const Checked& c) { return dtype_size(c.dtype.y); }
 
 }  // namespace
 
 extern "C" softmax_status softmax_rows(const void* x, void* y, int64_t rows, int64_t cols,
                                        softmax_dtype dtype, const softmax_options* options) {
   return guarded([&]() -> Outcome {
-    ResolvedOptions opts;
-    softmax_dtype type;
-    const Backend* backend = nullptr;
-    if (Outcome o = validate_arguments(x, y, nullptr, rows, cols, enum_bits(dtype), options, &opts, &type);
+    Checked c;
+    if (Outcome o = check_common({"softmax_rows", true, true, nullptr}, rows, cols, enum_bits(dtype), options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"x", x, xsize(c), false, false, -1}, {"y", y, ysize(c), false, true, 0}}, rows, cols);
         !o.good())
       return o;
-    if (Outcome o = choose_backend(opts.backend, x, y, nullptr, &backend); !o.good()) return o;
-    const RowsProblem problem{x, y, rows, cols, type, (opts.flags & SOFTMAX_FLAG_LOG) != 0};
-    return backend->rows(problem, ExecContext{opts.stream, opts.num_threads});
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"y", y}}, &backend); !o.good()) return o;
+    return backend->rows(RowsProblem{x, y, rows, cols, c.dtype, c.log()}, c.context());
   });
 }
 
@@ -75,22 +100,171 @@ extern "C" softmax_status softmax_dropout(const void* x, void* y, uint8_t* keep_
                                           int64_t cols, softmax_dtype dtype, float p, uint64_t seed,
                                           uint64_t offset, const softmax_options* options) {
   return guarded([&]() -> Outcome {
-    ResolvedOptions opts;
-    softmax_dtype type;
+    Checked c;
+    if (Outcome o = check_common({"softmax_dropout", false, true, &p}, rows, cols, enum_bits(dtype), options, &c);
+        !o.good() || c.empty)
+      return o;
+    Outcome o = keep_mask != nullptr
+                    ? check_arrays({{"x", x, xsize(c), false, false, -1},
+                                    {"y", y, ysize(c), false, true, 0},
+                                    {"keep_mask", keep_mask, 1, false, true, -1}},
+                                   rows, cols)
+                    : check_arrays({{"x", x, xsize(c), false, false, -1}, {"y", y, ysize(c), false, true, 0}},
+                                   rows, cols);
+    if (!o.good()) return o;
     const Backend* backend = nullptr;
-    if (Outcome o =
-            validate_arguments(x, y, keep_mask, rows, cols, enum_bits(dtype), options, &opts, &type);
+    if (Outcome b = choose_backend(c.opts.backend, {{"x", x}, {"y", y}, {"keep_mask", keep_mask}}, &backend);
+        !b.good())
+      return b;
+    return backend->dropout(RowsProblem{x, y, rows, cols, c.dtype, false},
+                            DropoutParams{p, seed, offset, keep_mask}, c.context());
+  });
+}
+
+extern "C" softmax_status softmax_rows_backward(const void* y, const void* dy, void* dx, int64_t rows,
+                                                int64_t cols, softmax_dtype dtype,
+                                                const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_rows_backward", true, true, nullptr}, rows, cols, enum_bits(dtype),
+                                 options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"y", y, ysize(c), false, false, -1},
+                                  {"dy", dy, ysize(c), false, false, -1},
+                                  {"dx", dx, xsize(c), false, true, 1}},
+                                 rows, cols);
         !o.good())
       return o;
-    if (Outcome o = check_probability(p); !o.good()) return o;
-    if (opts.flags & SOFTMAX_FLAG_LOG) {
-      return Outcome::fail(SOFTMAX_STATUS_INVALID_OPTIONS,
-                           "SOFTMAX_FLAG_LOG is not supported by softmax_dropout");
-    }
-    if (Outcome o = choose_backend(opts.backend, x, y, keep_mask, &backend); !o.good()) return o;
-    const RowsProblem problem{x, y, rows, cols, type, false};
-    return backend->dropout(problem, DropoutParams{p, seed, offset, keep_mask},
-                            ExecContext{opts.stream, opts.num_threads});
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
+      return o;
+    return backend->rows_backward(RowsBackwardProblem{y, dy, dx, rows, cols, c.dtype, c.log()}, c.context());
+  });
+}
+
+extern "C" softmax_status softmax_dropout_backward(const void* x, const void* dy, void* dx, int64_t rows,
+                                                   int64_t cols, softmax_dtype dtype, float p,
+                                                   uint64_t seed, uint64_t offset,
+                                                   const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_dropout_backward", false, true, &p}, rows, cols, enum_bits(dtype),
+                                 options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"x", x, xsize(c), false, false, -1},
+                                  {"dy", dy, ysize(c), false, false, -1},
+                                  {"dx", dx, xsize(c), false, true, 1}},
+                                 rows, cols);
+        !o.good())
+      return o;
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
+      return o;
+    return backend->dropout_backward(DropoutBackwardProblem{x, dy, dx, rows, cols, c.dtype},
+                                     DropoutParams{p, seed, offset, nullptr}, c.context());
+  });
+}
+
+extern "C" softmax_status softmax_row_stats(const void* x, float* row_max, float* row_sumexp, int64_t rows,
+                                            int64_t cols, softmax_dtype dtype,
+                                            const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_row_stats", true, false, nullptr}, rows, cols, enum_bits(dtype),
+                                 options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"x", x, xsize(c), false, false, -1},
+                                  {"row_max", row_max, sizeof(float), true, true, -1},
+                                  {"row_sumexp", row_sumexp, sizeof(float), true, true, -1}},
+                                 rows, cols);
+        !o.good())
+      return o;
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"row_max", row_max}, {"row_sumexp", row_sumexp}},
+                                   &backend);
+        !o.good())
+      return o;
+    return backend->row_stats(RowStatsProblem{x, row_max, row_sumexp, rows, cols, c.dtype}, c.context());
+  });
+}
+
+extern "C" softmax_status softmax_rows_from_stats(const void* x, void* y, const float* row_max,
+                                                  const float* row_sumexp, int64_t rows, int64_t cols,
+                                                  softmax_dtype dtype, const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_rows_from_stats", true, false, nullptr}, rows, cols, enum_bits(dtype),
+                                 options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"x", x, xsize(c), false, false, -1},
+                                  {"y", y, ysize(c), false, true, 0},
+                                  {"row_max", row_max, sizeof(float), true, false, -1},
+                                  {"row_sumexp", row_sumexp, sizeof(float), true, false, -1}},
+                                 rows, cols);
+        !o.good())
+      return o;
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend,
+                                   {{"x", x}, {"y", y}, {"row_max", row_max}, {"row_sumexp", row_sumexp}}, &backend);
+        !o.good())
+      return o;
+    return backend->rows_from_stats(RowsFromStatsProblem{x, y, row_max, row_sumexp, rows, cols, c.dtype, c.log()},
+                                    c.context());
+  });
+}
+
+extern "C" softmax_status softmax_backward_row_stats(const void* y, const void* dy, float* row_dot, int64_t rows,
+                                                     int64_t cols, softmax_dtype dtype,
+                                                     const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_backward_row_stats", true, false, nullptr}, rows, cols,
+                                 enum_bits(dtype), options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"y", y, ysize(c), false, false, -1},
+                                  {"dy", dy, ysize(c), false, false, -1},
+                                  {"row_dot", row_dot, sizeof(float), true, true, -1}},
+                                 rows, cols);
+        !o.good())
+      return o;
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"row_dot", row_dot}}, &backend);
+        !o.good())
+      return o;
+    return backend->backward_row_stats(BackwardRowStatsProblem{y, dy, row_dot, rows, cols, c.dtype, c.log()},
+                                       c.context());
+  });
+}
+
+extern "C" softmax_status softmax_rows_backward_from_stats(const void* y, const void* dy, void* dx,
+                                                           const float* row_dot, int64_t rows, int64_t cols,
+                                                           softmax_dtype dtype,
+                                                           const softmax_options* options) {
+  return guarded([&]() -> Outcome {
+    Checked c;
+    if (Outcome o = check_common({"softmax_rows_backward_from_stats", true, false, nullptr}, rows, cols,
+                                 enum_bits(dtype), options, &c);
+        !o.good() || c.empty)
+      return o;
+    if (Outcome o = check_arrays({{"y", y, ysize(c), false, false, -1},
+                                  {"dy", dy, ysize(c), false, false, -1},
+                                  {"dx", dx, xsize(c), false, true, 1},
+                                  {"row_dot", row_dot, sizeof(float), true, false, -1}},
+                                 rows, cols);
+        !o.good())
+      return o;
+    const Backend* backend = nullptr;
+    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"dx", dx}, {"row_dot", row_dot}},
+                                   &backend);
+        !o.good())
+      return o;
+    return backend->rows_backward_from_stats(
+        RowsBackwardFromStatsProblem{y, dy, dx, row_dot, rows, cols, c.dtype, c.log()}, c.context());
   });
 }
 

@@ -38,8 +38,8 @@ struct RowsView {
         y(static_cast<unsigned char*>(p.y)),
         rows(p.rows),
         cols(p.cols),
-        dtype(p.dtype),
-        esize(p.dtype == SOFTMAX_DTYPE_F32 ? 4 : 2) {}
+        dtype(p.dtype.x),
+        esize(p.dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2) {}
 
   int64_t chunks_per_row() const { return (cols + kChunkElems - 1) / kChunkElems; }
   int64_t chunk_len(int64_t chunk) const { return std::min(kChunkElems, cols - chunk * kChunkElems); }

@@ -116,7 +116,7 @@ Outcome run(const RowsProblem& p, const DropoutParams* d, const ExecContext& c) 
   a.y = p.y;
   a.rows = p.rows;
   a.cols = p.cols;
-  a.dtype = p.dtype;
+  a.dtype = p.dtype.x;
   a.stream = static_cast<cudaStream_t>(c.stream);
   a.device = device;
   a.limits = limits;
@@ -132,7 +132,7 @@ Outcome run(const RowsProblem& p, const DropoutParams* d, const ExecContext& c) 
   }
   if (d->p >= 1.0f) {
     // p == 1 drops everything (u lies in (0, 1], never > 1): zeros, whatever x holds.
-    const size_t elem = p.dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
+    const size_t elem = p.dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
     SOFTMAX_CUDA_TRY(cudaMemsetAsync(p.y, 0, n * elem, a.stream));
     if (d->keep_mask != nullptr) SOFTMAX_CUDA_TRY(cudaMemsetAsync(d->keep_mask, 0, n, a.stream));
     return Outcome::ok();
@@ -146,16 +146,34 @@ Outcome run(const RowsProblem& p, const DropoutParams* d, const ExecContext& c) 
   return launch_softmax(a);
 }
 
-Outcome cuda_rows(const RowsProblem& p, const ExecContext& c) { return run(p, nullptr, c); }
+// TEMPORARY (replaced by the new kernels before this lands).
+template <class... Args>
+Outcome not_yet(const Args&...) {
+  return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "not implemented yet on the CUDA backend");
+}
+bool same_16_32(Dtypes t) { return t.x == t.y && t.x != SOFTMAX_DTYPE_F64; }
+
+Outcome cuda_rows(const RowsProblem& p, const ExecContext& c) {
+  return same_16_32(p.dtype) ? run(p, nullptr, c) : not_yet(p);
+}
 
 Outcome cuda_dropout(const RowsProblem& p, const DropoutParams& d, const ExecContext& c) {
-  return run(p, &d, c);
+  return same_16_32(p.dtype) ? run(p, &d, c) : not_yet(p);
 }
 
 }  // namespace
 
 const Backend& cuda_backend() {
-  static const Backend backend{"CUDA", cuda_available, cuda_rows, cuda_dropout};
+  static const Backend backend{"CUDA",
+                               cuda_available,
+                               cuda_rows,
+                               cuda_dropout,
+                               not_yet<RowsBackwardProblem, ExecContext>,
+                               not_yet<DropoutBackwardProblem, DropoutParams, ExecContext>,
+                               not_yet<RowStatsProblem, ExecContext>,
+                               not_yet<RowsFromStatsProblem, ExecContext>,
+                               not_yet<BackwardRowStatsProblem, ExecContext>,
+                               not_yet<RowsBackwardFromStatsProblem, ExecContext>};
   return backend;
 }
 

@@ -10,12 +10,9 @@ bool not_built(std::string* why) {
   return false;
 }
 
-Outcome unavailable_rows(const RowsProblem&, const ExecContext&) {
-  return Outcome::fail(SOFTMAX_STATUS_BACKEND_UNAVAILABLE,
-                       "libsoftmax was built without CUDA support");
-}
-
-Outcome unavailable_dropout(const RowsProblem&, const DropoutParams&, const ExecContext&) {
+// One refusal for every operation of the table, whatever its arguments.
+template <class... Args>
+Outcome unavailable(const Args&...) {
   return Outcome::fail(SOFTMAX_STATUS_BACKEND_UNAVAILABLE,
                        "libsoftmax was built without CUDA support");
 }
@@ -23,7 +20,16 @@ Outcome unavailable_dropout(const RowsProblem&, const DropoutParams&, const Exec
 }  // namespace
 
 const Backend& cuda_backend() {
-  static const Backend backend{"CUDA", not_built, unavailable_rows, unavailable_dropout};
+  static const Backend backend{"CUDA",
+                               not_built,
+                               unavailable<RowsProblem, ExecContext>,
+                               unavailable<RowsProblem, DropoutParams, ExecContext>,
+                               unavailable<RowsBackwardProblem, ExecContext>,
+                               unavailable<DropoutBackwardProblem, DropoutParams, ExecContext>,
+                               unavailable<RowStatsProblem, ExecContext>,
+                               unavailable<RowsFromStatsProblem, ExecContext>,
+                               unavailable<BackwardRowStatsProblem, ExecContext>,
+                               unavailable<RowsBackwardFromStatsProblem, ExecContext>};
   return backend;
 }
 

@@ -21,11 +21,19 @@ using softmax_internal::f16_to_float;
 using softmax_internal::float_to_bf16;
 using softmax_internal::float_to_f16;
 
-inline size_t element_size(softmax_dtype t) { return t == SOFTMAX_DTYPE_F32 ? 4 : 2; }
+inline size_t element_size(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64 ? 8 : t == SOFTMAX_DTYPE_F32 ? 4 : 2;
+}
 
 inline const char* dtype_name(softmax_dtype t) {
-  return t == SOFTMAX_DTYPE_F32 ? "f32" : t == SOFTMAX_DTYPE_F16 ? "f16" : "bf16";
+  return t == SOFTMAX_DTYPE_F64   ? "f64"
+         : t == SOFTMAX_DTYPE_F32 ? "f32"
+         : t == SOFTMAX_DTYPE_F16 ? "f16"
+                                  : "bf16";
 }
+
+constexpr softmax_dtype kAllDtypes[] = {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16,
+                                        SOFTMAX_DTYPE_F64};
 
 // A seed that differs from run to run (and is printed on failure by the caller), so tests see
 // fresh inputs every time instead of one lucky fixed vector.
@@ -43,7 +51,12 @@ struct Buffer {
   void* data() { return bytes.data(); }
   const void* data() const { return bytes.data(); }
 
-  float get(size_t i) const {
+  double get(size_t i) const {
+    if (dtype == SOFTMAX_DTYPE_F64) {
+      double d;
+      std::memcpy(&d, bytes.data() + 8 * i, 8);
+      return d;
+    }
     if (dtype == SOFTMAX_DTYPE_F32) {
       float f;
       std::memcpy(&f, bytes.data() + 4 * i, 4);
@@ -53,17 +66,26 @@ struct Buffer {
     std::memcpy(&h, bytes.data() + 2 * i, 2);
     return dtype == SOFTMAX_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
   }
-  void set(size_t i, float v) {
-    if (dtype == SOFTMAX_DTYPE_F32) {
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
+  // Stores v rounded to the buffer's type (16-bit types through float).
+  void set(size_t i, double v) {
+    if (dtype == SOFTMAX_DTYPE_F64) {
+      std::memcpy(bytes.data() + 8 * i, &v, 8);
       return;
     }
-    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? float_to_f16(v) : float_to_bf16(v);
+    const float f = static_cast<float>(v);
+    if (dtype == SOFTMAX_DTYPE_F32) {
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      return;
+    }
+    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? float_to_f16(f) : float_to_bf16(f);
     std::memcpy(bytes.data() + 2 * i, &h, 2);
   }
   // Fill with a NaN bit pattern so that any element a kernel forgets to write fails the check.
   void poison() {
-    if (dtype == SOFTMAX_DTYPE_F32) {
+    if (dtype == SOFTMAX_DTYPE_F64) {
+      const uint64_t nan = 0x7ff8dead0000beefull;
+      for (size_t i = 0; i < size(); ++i) std::memcpy(bytes.data() + 8 * i, &nan, 8);
+    } else if (dtype == SOFTMAX_DTYPE_F32) {
       const uint32_t nan = 0x7fc0dead;
       for (size_t i = 0; i < size(); ++i) std::memcpy(bytes.data() + 4 * i, &nan, 4);
     } else {
@@ -108,14 +130,22 @@ inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_sof
   }
 }
 
-// Absolute tolerance for an output element of dtype `t` whose exact value is `ref`: fp32
-// arithmetic error plus the rounding of the stored result.
-inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols) {
-  const double storage = t == SOFTMAX_DTYPE_F32 ? 0x1p-24 : t == SOFTMAX_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
-  const double arith = 1e-6 * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
-  // f16 has subnormals from 2^-14 down: a probability like e^-16 is stored with an absolute step
-  // of 2^-24, so half of that step is the floor of what any backend can achieve there.
-  const double floor = t == SOFTMAX_DTYPE_F16 ? 0x1p-25 : 1e-30;
+// Absolute tolerance for an output element stored as `t` whose exact value is `ref`: the
+// arithmetic's error (fp64 when `fp64_arith`, else fp32) plus the rounding of the stored result.
+// The floor is the output type's smallest subnormal step: a value the float64 reference puts
+// below it must come out as (nearly) zero, never as some small normal number.
+inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols,
+                        bool fp64_arith = false) {
+  const double storage = t == SOFTMAX_DTYPE_F64   ? 0x1p-53
+                         : t == SOFTMAX_DTYPE_F32 ? 0x1p-24
+                         : t == SOFTMAX_DTYPE_F16 ? 0x1p-11
+                                                  : 0x1p-8;
+  const double unit = fp64_arith || t == SOFTMAX_DTYPE_F64 ? 2e-15 : 1e-6;
+  const double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
+  const double floor = t == SOFTMAX_DTYPE_F64   ? 0x1p-1074
+                       : t == SOFTMAX_DTYPE_F32 ? 0x1p-149
+                       : t == SOFTMAX_DTYPE_F16 ? 0x1p-24
+                                                : 0x1p-133;
   return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : floor);
 }
 
@@ -127,15 +157,18 @@ struct RowCheck {
 };
 
 inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::vector<double>& ref,
-                          bool log_softmax) {
+                          bool log_softmax, bool fp64_arith = false) {
   RowCheck r;
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
     // NaN must stay NaN; an infinite expected value (log-softmax of a -inf input) must be hit
-    // exactly, since inf - inf would make any tolerance check NaN.
+    // exactly, since inf - inf would make any tolerance check NaN; an exact zero of the
+    // reference (exp(-inf), or underflow even in float64) must be exactly +0.
     const bool pass = std::isnan(want)   ? std::isnan(got)
                       : std::isinf(want) ? got == want
-                                         : std::fabs(got - want) <= tolerance(y.dtype, want, log_softmax, cols);
+                      : want == 0.0      ? (got == 0.0 && !std::signbit(got))
+                                         : std::fabs(got - want) <=
+                                               tolerance(y.dtype, want, log_softmax, cols, fp64_arith);
     if (!pass) return RowCheck{false, c, got, want};
   }
   return r;
