@@ -145,6 +145,15 @@ Outcome check_arrays(std::initializer_list<ArraySpec> arrays, int64_t rows, int6
   for (const ArraySpec& a : arrays) {
     if (a.ptr == nullptr) return Outcome::fail(SOFTMAX_STATUS_NULL_POINTER, std::string(a.name) + " is NULL");
   }
+  // Every element must be naturally aligned: GPUs cannot load a misaligned float at all, and the
+  // answer must not depend on the backend.
+  for (const ArraySpec& a : arrays) {
+    if (reinterpret_cast<uintptr_t>(a.ptr) % a.elem_size != 0) {
+      return Outcome::fail(SOFTMAX_STATUS_MISALIGNED_POINTER,
+                           std::string(a.name) + " is not aligned to its element size (" +
+                               std::to_string(a.elem_size) + " bytes)");
+    }
+  }
   // Every byte offset must fit in a ptrdiff_t so that pointer arithmetic stays defined.
   const auto limit = static_cast<uint64_t>(std::numeric_limits<ptrdiff_t>::max());
   const auto r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols);

@@ -52,7 +52,8 @@ typedef enum softmax_status {
   SOFTMAX_STATUS_WRONG_MEMORY_SPACE = 10,  /* host pointer to CUDA, device pointer to CPU, mixed */
   SOFTMAX_STATUS_CUDA_ERROR = 11,          /* a CUDA runtime call or kernel launch failed */
   SOFTMAX_STATUS_OUT_OF_MEMORY = 12,       /* workspace could not be allocated */
-  SOFTMAX_STATUS_INTERNAL_ERROR = 13       /* a bug in libsoftmax: please report it */
+  SOFTMAX_STATUS_INTERNAL_ERROR = 13,      /* a bug in libsoftmax: please report it */
+  SOFTMAX_STATUS_MISALIGNED_POINTER = 14   /* an array is not aligned to its element size */
 } softmax_status;
 
 /* Storage types. */
