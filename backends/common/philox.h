@@ -107,6 +107,24 @@ SOFTMAX_HD bool dropout_keep(uint64_t seed, uint64_t offset, uint64_t flat_index
   return (dropout_keep4(seed, offset, flat_index >> 2, p) >> (flat_index & 3)) & 1u;
 }
 
+// The keep rule u > p as an integer test on the 32-bit word x behind u: keep iff
+// x >= dropout_keep_threshold(p). u(x) = x * 2^-32 + 2^-33 in float is non-decreasing in x (float
+// conversion and the exact scaling both preserve order), so the kept words form a suffix of
+// [0, 2^32); the threshold is its first word, found by bisection on the same float formula, and
+// 2^32 when no word is kept (p >= 1). Tests compare it with the float rule around the threshold.
+inline uint64_t dropout_keep_threshold(float p) {
+  uint64_t lo = 0, hi = uint64_t{1} << 32;  // u(lo - 1) <= p < u(hi), with u(-1) = -inf, u(2^32) = +inf
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (philox_word_to_uniform(static_cast<uint32_t>(mid)) > p) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 // The inverted-dropout scale applied to kept elements; p == 1 drops everything, so any finite
 // value will do there.
 SOFTMAX_HD float dropout_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }

@@ -4,14 +4,16 @@
 // that it never reaches the next, unrelated user of the CUDA runtime.
 #include <cuda_runtime.h>
 
+#include <initializer_list>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "backends/backend.h"
 #include "backends/common/philox.h"
 #include "backends/cuda/cuda_outcome.h"
 #include "backends/cuda/device_limits.h"
-#include "backends/cuda/softmax_launcher.h"
+#include "backends/cuda/launch_ops.h"
 
 namespace softmax_internal {
 namespace {
@@ -78,87 +80,182 @@ class DeviceScope {
   bool switched_ = false;
 };
 
-// The owning device of x, y and the mask; device pointers on two different GPUs are refused.
-Outcome owning_device(const void* x, const void* y, const void* mask, int* device) {
-  const char* names[3] = {"x", "y", "keep_mask"};
-  const void* ptrs[3] = {x, y, mask};
+// The device that owns the call's device pointers; buffers on two different GPUs are refused.
+Outcome owning_device(std::initializer_list<std::pair<const char*, const void*>> ptrs, int* device) {
   int found = -1;
   const char* found_name = nullptr;
-  for (int i = 0; i < 3; ++i) {
-    if (ptrs[i] == nullptr) continue;
+  for (const auto& [name, ptr] : ptrs) {
+    if (ptr == nullptr) continue;
     int d = -1;
-    if (Outcome o = pointer_device(ptrs[i], &d); !o.good()) return o;
+    if (Outcome o = pointer_device(ptr, &d); !o.good()) return o;
     if (d < 0) continue;
     if (found >= 0 && d != found) {
       return Outcome::fail(SOFTMAX_STATUS_WRONG_MEMORY_SPACE,
-                           std::string(found_name) + " is on CUDA device " + std::to_string(found) +
-                               " but " + names[i] + " is on CUDA device " + std::to_string(d) +
+                           std::string(found_name) + " is on CUDA device " + std::to_string(found) + " but " + name +
+                               " is on CUDA device " + std::to_string(d) +
                                "; all buffers of one call must be on the same device");
     }
     found = d;
-    found_name = names[i];
+    found_name = name;
   }
   *device = found;
   return Outcome::ok();
 }
 
-Outcome run(const RowsProblem& p, const DropoutParams* d, const ExecContext& c) {
+// Runs `body(env)` on the device that owns the pointers, with the caller's device restored after.
+template <class Body>
+Outcome on_device(std::initializer_list<std::pair<const char*, const void*>> ptrs, const ExecContext& c, Body&& body) {
   int device = -1;
-  if (Outcome o = owning_device(p.x, p.y, d ? d->keep_mask : nullptr, &device); !o.good()) return o;
+  if (Outcome o = owning_device(ptrs, &device); !o.good()) return o;
   DeviceScope scope;
   if (Outcome o = scope.enter(device); !o.good()) return o;
   SOFTMAX_CUDA_TRY(cudaGetDevice(&device));
   const DeviceLimits* limits = nullptr;
   if (Outcome o = device_limits(device, &limits); !o.good()) return o;
+  return body(LaunchEnv{static_cast<cudaStream_t>(c.stream), device, limits});
+}
 
-  LaunchArgs a{};
+size_t dtype_size(softmax_dtype t) { return static_cast<size_t>(cuda_kernels::dtype_bytes(t)); }
+
+const char* end_of(const void* p, int64_t rows, int64_t cols, softmax_dtype t) {
+  return static_cast<const char*>(p) + static_cast<size_t>(rows) * static_cast<size_t>(cols) * dtype_size(t);
+}
+
+cuda_kernels::DropoutKeys dropout_keys(const DropoutParams& d) {
+  cuda_kernels::DropoutKeys k;
+  k.k0 = static_cast<uint32_t>(d.seed);
+  k.k1 = static_cast<uint32_t>(d.seed >> 32);
+  k.offset = d.offset;
+  // 0 < p < 1 here: some word is always kept (u(2^32 - 1) = 1 > p), so the threshold fits.
+  k.threshold = static_cast<uint32_t>(dropout_keep_threshold(d.p));
+  k.scale = dropout_scale(d.p);
+  return k;
+}
+
+cuda_kernels::ForwardArgs forward_args(const RowsProblem& p) {
+  cuda_kernels::ForwardArgs a{};
   a.x = p.x;
+  a.x_dtype = p.dtype.x;
+  a.x_end = end_of(p.x, p.rows, p.cols, p.dtype.x);
   a.y = p.y;
+  a.y_dtype = p.dtype.y;
+  a.log_softmax = p.log_softmax;
   a.rows = p.rows;
   a.cols = p.cols;
-  a.dtype = p.dtype.x;
-  a.stream = static_cast<cudaStream_t>(c.stream);
-  a.device = device;
-  a.limits = limits;
-  a.ep.log_softmax = p.log_softmax;
-
-  const size_t n = static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols);
-  if (d == nullptr || d->p == 0.0f) {
-    // p == 0 keeps everything: exactly softmax_rows (bit for bit), no random numbers drawn.
-    if (Outcome o = launch_softmax(a); !o.good()) return o;
-    if (d != nullptr && d->keep_mask != nullptr)
-      SOFTMAX_CUDA_TRY(cudaMemsetAsync(d->keep_mask, 1, n, a.stream));
-    return Outcome::ok();
-  }
-  if (d->p >= 1.0f) {
-    // p == 1 drops everything (u lies in (0, 1], never > 1): zeros, whatever x holds.
-    const size_t elem = p.dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
-    SOFTMAX_CUDA_TRY(cudaMemsetAsync(p.y, 0, n * elem, a.stream));
-    if (d->keep_mask != nullptr) SOFTMAX_CUDA_TRY(cudaMemsetAsync(d->keep_mask, 0, n, a.stream));
-    return Outcome::ok();
-  }
-  a.dropout = true;
-  a.ep.p = d->p;
-  a.ep.keep_scale = dropout_scale(d->p);
-  a.ep.seed = d->seed;
-  a.ep.offset = d->offset;
-  a.ep.keep_mask = d->keep_mask;
-  return launch_softmax(a);
+  return a;
 }
-
-// TEMPORARY (replaced by the new kernels before this lands).
-template <class... Args>
-Outcome not_yet(const Args&...) {
-  return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "not implemented yet on the CUDA backend");
-}
-bool same_16_32(Dtypes t) { return t.x == t.y && t.x != SOFTMAX_DTYPE_F64; }
 
 Outcome cuda_rows(const RowsProblem& p, const ExecContext& c) {
-  return same_16_32(p.dtype) ? run(p, nullptr, c) : not_yet(p);
+  return on_device({{"x", p.x}, {"y", p.y}}, c, [&](const LaunchEnv& env) {
+    return launch_forward(forward_args(p), cuda_kernels::Forward::Softmax, env);
+  });
 }
 
 Outcome cuda_dropout(const RowsProblem& p, const DropoutParams& d, const ExecContext& c) {
-  return same_16_32(p.dtype) ? run(p, &d, c) : not_yet(p);
+  return on_device({{"x", p.x}, {"y", p.y}, {"keep_mask", d.keep_mask}}, c, [&](const LaunchEnv& env) -> Outcome {
+    const size_t n = static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols);
+    cuda_kernels::ForwardArgs a = forward_args(p);
+    if (d.p == 0.0f) {
+      // p == 0 keeps everything: exactly softmax_rows (bit for bit), no random numbers drawn.
+      if (Outcome o = launch_forward(a, cuda_kernels::Forward::Softmax, env); !o.good()) return o;
+      if (d.keep_mask != nullptr) SOFTMAX_CUDA_TRY(cudaMemsetAsync(d.keep_mask, 1, n, env.stream));
+      return Outcome::ok();
+    }
+    if (d.p >= 1.0f) {
+      // p == 1 drops everything (u lies in (0, 1], never > 1): zeros (all-zero bits: +0 in
+      // every storage type), whatever x holds.
+      SOFTMAX_CUDA_TRY(cudaMemsetAsync(p.y, 0, n * dtype_size(p.dtype.y), env.stream));
+      if (d.keep_mask != nullptr) SOFTMAX_CUDA_TRY(cudaMemsetAsync(d.keep_mask, 0, n, env.stream));
+      return Outcome::ok();
+    }
+    a.mask = d.keep_mask;
+    a.keys = dropout_keys(d);
+    return launch_forward(a, cuda_kernels::Forward::Dropout, env);
+  });
+}
+
+cuda_kernels::BackwardArgs backward_args(const void* y, const void* dy, void* dx, int64_t rows, int64_t cols,
+                                         Dtypes t, bool log_softmax) {
+  cuda_kernels::BackwardArgs a{};
+  a.y_dtype = t.y;
+  a.y = y;
+  a.dy = dy;
+  a.y_end = end_of(y, rows, cols, t.y);
+  a.dy_end = end_of(dy, rows, cols, t.y);
+  a.dx = dx;
+  a.dx_dtype = t.x;
+  a.log_softmax = log_softmax;
+  a.rows = rows;
+  a.cols = cols;
+  return a;
+}
+
+Outcome cuda_rows_backward(const RowsBackwardProblem& p, const ExecContext& c) {
+  return on_device({{"y", p.y}, {"dy", p.dy}, {"dx", p.dx}}, c, [&](const LaunchEnv& env) {
+    return launch_backward(backward_args(p.y, p.dy, p.dx, p.rows, p.cols, p.dtype, p.log_softmax),
+                           cuda_kernels::Backward::Full, env);
+  });
+}
+
+Outcome cuda_dropout_backward(const DropoutBackwardProblem& p, const DropoutParams& d, const ExecContext& c) {
+  return on_device({{"x", p.x}, {"dy", p.dy}, {"dx", p.dx}}, c, [&](const LaunchEnv& env) -> Outcome {
+    if (d.p >= 1.0f) {
+      // Every element dropped: the output never depended on x.
+      const size_t n = static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols);
+      SOFTMAX_CUDA_TRY(cudaMemsetAsync(p.dx, 0, n * dtype_size(p.dtype.x), env.stream));
+      return Outcome::ok();
+    }
+    cuda_kernels::DropoutBackwardArgs a{};
+    a.x_dtype = p.dtype.x;
+    a.x = p.x;
+    a.dy = p.dy;
+    a.x_end = end_of(p.x, p.rows, p.cols, p.dtype.x);
+    a.dy_end = end_of(p.dy, p.rows, p.cols, p.dtype.y);
+    a.dy_dtype = p.dtype.y;
+    a.dx = p.dx;
+    a.drop = d.p > 0.0f;
+    if (a.drop) a.keys = dropout_keys(d);
+    a.rows = p.rows;
+    a.cols = p.cols;
+    return launch_dropout_backward(a, env);
+  });
+}
+
+Outcome cuda_row_stats(const RowStatsProblem& p, const ExecContext& c) {
+  return on_device({{"x", p.x}, {"row_max", p.row_max}, {"row_sumexp", p.row_sumexp}}, c, [&](const LaunchEnv& env) {
+    cuda_kernels::ForwardArgs a = forward_args(RowsProblem{p.x, nullptr, p.rows, p.cols, p.dtype, false});
+    a.y_dtype = p.dtype.x;
+    a.row_max = p.row_max;
+    a.row_sumexp = p.row_sumexp;
+    return launch_forward(a, cuda_kernels::Forward::Stats, env);
+  });
+}
+
+Outcome cuda_rows_from_stats(const RowsFromStatsProblem& p, const ExecContext& c) {
+  return on_device({{"x", p.x}, {"y", p.y}, {"row_max", p.row_max}, {"row_sumexp", p.row_sumexp}}, c,
+                   [&](const LaunchEnv& env) {
+                     cuda_kernels::ForwardArgs a =
+                         forward_args(RowsProblem{p.x, p.y, p.rows, p.cols, p.dtype, p.log_softmax});
+                     a.row_max = const_cast<float*>(p.row_max);  // read only by FromStats
+                     a.row_sumexp = const_cast<float*>(p.row_sumexp);
+                     return launch_forward(a, cuda_kernels::Forward::FromStats, env);
+                   });
+}
+
+Outcome cuda_backward_row_stats(const BackwardRowStatsProblem& p, const ExecContext& c) {
+  return on_device({{"y", p.y}, {"dy", p.dy}, {"row_dot", p.row_dot}}, c, [&](const LaunchEnv& env) {
+    cuda_kernels::BackwardArgs a = backward_args(p.y, p.dy, nullptr, p.rows, p.cols, p.dtype, p.log_softmax);
+    a.row_dot = p.row_dot;
+    return launch_backward(a, cuda_kernels::Backward::Stats, env);
+  });
+}
+
+Outcome cuda_rows_backward_from_stats(const RowsBackwardFromStatsProblem& p, const ExecContext& c) {
+  return on_device({{"y", p.y}, {"dy", p.dy}, {"dx", p.dx}, {"row_dot", p.row_dot}}, c, [&](const LaunchEnv& env) {
+    cuda_kernels::BackwardArgs a = backward_args(p.y, p.dy, p.dx, p.rows, p.cols, p.dtype, p.log_softmax);
+    a.row_dot_in = p.row_dot;
+    return launch_backward(a, cuda_kernels::Backward::FromStats, env);
+  });
 }
 
 }  // namespace
@@ -168,12 +265,12 @@ const Backend& cuda_backend() {
                                cuda_available,
                                cuda_rows,
                                cuda_dropout,
-                               not_yet<RowsBackwardProblem, ExecContext>,
-                               not_yet<DropoutBackwardProblem, DropoutParams, ExecContext>,
-                               not_yet<RowStatsProblem, ExecContext>,
-                               not_yet<RowsFromStatsProblem, ExecContext>,
-                               not_yet<BackwardRowStatsProblem, ExecContext>,
-                               not_yet<RowsBackwardFromStatsProblem, ExecContext>};
+                               cuda_rows_backward,
+                               cuda_dropout_backward,
+                               cuda_row_stats,
+                               cuda_rows_from_stats,
+                               cuda_backward_row_stats,
+                               cuda_rows_backward_from_stats};
   return backend;
 }
 

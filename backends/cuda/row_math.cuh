@@ -1,287 +1,233 @@
-// Device-side building blocks shared by every strategy: storage <-> fp32 conversion with
-// 16-byte vectors, the exp used everywhere, warp/block reductions, the (max, sum) merge for
-// partial rows, and the per-element epilogue (softmax / log-softmax / dropout).
+// Arithmetic shared by every kernel: exp relative to a shift that is exact for any finite
+// magnitude, the (max, sum) partials and their merge, and reductions over a row group (lanes of
+// a warp, the warps of a block, the blocks of a cluster).
 //
-// Why the exp is written as exp2(fma(x, log2e, -max*log2e)): one FFMA and one MUFU.EX2 per
-// element. The rounding of max*log2e is the same constant for every element of the row, so it
-// cancels in the normalisation; what remains is the rounding of the fma result (< 2^-20 in the
-// exponent for |x - max| < 16) plus ex2.approx's 2 ulp: under 1e-6 relative, inside the fp32
-// tolerance of tests/common/reference.h. A full-precision expf would cost ~8 more instructions
-// per element; for 16-bit storage the MUFU rate is already the tighter limit.
+// exp(x - m) is computed one of two ways, chosen per thread from its shift m:
+//   fast   |m| < 2^20: exp2(fma(x, log2e, -c)) with c = m*log2e rounded, one FFMA and one MUFU.
+//          The rounding of c makes every value exp(x - m) * 2^delta with delta = m*log2e - c,
+//          which fma gives exactly; partials are converted back by 2^-delta, so nothing of the
+//          rounding survives (delta stays below 2^-4 here, far from overflow).
+//   exact  otherwise: exp2((x - m) * log2e). x - m is the textbook's own rounding; for m at
+//          1e10 the fast form's c is off by up to 512 in the exponent.
+// The MUFU exp2 flushes results below 2^-126 to zero (the float64 result rounds to the same
+// zero or to a subnormal; outputs below the smallest normal are therefore 0 or accurate).
+// fp64 arithmetic (f64 storage) uses the accurate exp of libdevice.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "backends/common/philox.h"
-#include "backends/cuda/row_epilogue.h"
+#include "backends/cuda/row_layout.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#define SOFTMAX_CUDA_CLUSTERS 1
+#else
+#define SOFTMAX_CUDA_CLUSTERS 0
+#endif
 
 namespace softmax_internal {
 namespace cuda_kernels {
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr unsigned kFullMask = 0xffffffffu;
+constexpr float kFastShiftLimit = 1048576.0f;  // 2^20
 
-// ---- storage types ---------------------------------------------------------------------------
+__device__ __forceinline__ float ex2(float t) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+  return r;
+}
 
-template <class T>
-struct Storage;
-
-template <>
-struct Storage<float> {
-  static constexpr int kVec = 4;  // elements per 16-byte vector
-  __device__ __forceinline__ static float load(const float* p) { return *p; }
-  __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
-  __device__ __forceinline__ static void load_vec(const float* p, float (&v)[4]) {
-    const float4 q = *reinterpret_cast<const float4*>(p);
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-  }
-  __device__ __forceinline__ static void store_vec(float* p, const float (&v)[4]) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-};
+// exp(x - m) for one thread's elements, see the header comment.
+template <class A>
+struct Shift;
 
 template <>
-struct Storage<__half> {
-  static constexpr int kVec = 8;
-  __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
-  __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
-  __device__ __forceinline__ static void load_vec(const __half* p, float (&v)[8]) {
-    const uint4 q = *reinterpret_cast<const uint4*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(h[i]);
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
-    }
+struct Shift<float> {
+  float m;          // the shift itself (0 for a part with no finite maximum)
+  float c;          // m * log2e rounded (fast form)
+  float to_m;       // 2^-delta: converts a fast-form value to exp(x - m)
+  bool fast;
+  __device__ __forceinline__ explicit Shift(float max) {
+    m = max == -INFINITY ? 0.0f : max;
+    fast = fabsf(m) < kFastShiftLimit;
+    c = m * kLog2e;
+    to_m = fast ? ex2(-fmaf(m, kLog2e, -c)) : 1.0f;
   }
-  __device__ __forceinline__ static void store_vec(__half* p, const float (&v)[8]) {
-    uint4 q;
-    __half2* h = reinterpret_cast<__half2*>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-    *reinterpret_cast<uint4*>(p) = q;
+  __device__ __forceinline__ float exp(float x) const {
+    return fast ? ex2(fmaf(x, kLog2e, -c)) : ex2((x - m) * kLog2e);
   }
 };
 
 template <>
-struct Storage<__nv_bfloat16> {
-  static constexpr int kVec = 8;
-  __device__ __forceinline__ static float load(const __nv_bfloat16* p) {
-    return __bfloat162float(*p);
-  }
-  __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) {
-    *p = __float2bfloat16_rn(v);
-  }
-  __device__ __forceinline__ static void load_vec(const __nv_bfloat16* p, float (&v)[8]) {
-    const uint4 q = *reinterpret_cast<const uint4*>(p);
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&q);
+struct Shift<double> {
+  double m;
+  static constexpr double to_m = 1.0;
+  __device__ __forceinline__ explicit Shift(double max) : m(max == -INFINITY ? 0.0 : max) {}
+  __device__ __forceinline__ double exp(double x) const { return ::exp(x - m); }
+};
+
+// exp(y) of a log-probability y <= 0 (the log-softmax backward).
+__device__ __forceinline__ float exp_of(float y) { return ex2(y * kLog2e); }
+__device__ __forceinline__ double exp_of(double y) { return ::exp(y); }
+
+// exp(a - b) for two shifts (a <= b or NaN), the weight of a partial taken at a in the merge.
+__device__ __forceinline__ float exp_diff(float a, float b) { return ex2((a - b) * kLog2e); }
+__device__ __forceinline__ double exp_diff(double a, double b) { return ::exp(a - b); }
+
+__device__ __forceinline__ float fmax_(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double fmax_(double a, double b) { return fmax(a, b); }
+
+// ---- partials --------------------------------------------------------------------------------
+
+// N sums taken relative to a shift m: s[i] = sum of exp(x - m) * w_i(x). An empty part, or one
+// whose elements are all -inf, has m = -inf and s[0] = 0 (NaN when it saw a NaN or +inf): such
+// terms are dropped in the merge, so an empty part never turns a finite row into NaN through
+// (-inf) - (-inf), while a row of all -inf still comes out NaN (S = 0) as the textbook's.
+template <class A, int N>
+struct Weighted {
+  A m;
+  A s[N];
+};
+
+template <class A, int N>
+__device__ __forceinline__ Weighted<A, N> merge(const Weighted<A, N>& a, const Weighted<A, N>& b) {
+  Weighted<A, N> r;
+  r.m = fmax_(a.m, b.m);
+  const A wa = a.s[0] == A(0) ? A(0) : exp_diff(a.m, r.m);
+  const A wb = b.s[0] == A(0) ? A(0) : exp_diff(b.m, r.m);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(h[i]);
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
-    }
+  for (int i = 0; i < N; ++i) {
+    const A ta = a.s[0] == A(0) ? A(0) : a.s[i] * wa;
+    const A tb = b.s[0] == A(0) ? A(0) : b.s[i] * wb;
+    r.s[i] = ta + tb;
   }
-  __device__ __forceinline__ static void store_vec(__nv_bfloat16* p, const float (&v)[8]) {
-    uint4 q;
-    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&q);
+  return r;
+}
+
+// Plain sums (the backward's dot products).
+template <class A, int N>
+struct Sums {
+  A s[N];
+};
+
+template <class A, int N>
+__device__ __forceinline__ Sums<A, N> merge(const Sums<A, N>& a, const Sums<A, N>& b) {
+  Sums<A, N> r;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-    *reinterpret_cast<uint4*>(p) = q;
+  for (int i = 0; i < N; ++i) r.s[i] = a.s[i] + b.s[i];
+  return r;
+}
+
+template <class A>
+__device__ __forceinline__ A shfl_xor(A v, int mask, int width) {
+  return __shfl_xor_sync(kFullMask, v, mask, width);
+}
+
+template <class A>
+__device__ __forceinline__ A lanes_max(A v, int width) {
+  for (int o = 1; o < width; o <<= 1) v = fmax_(v, shfl_xor(v, o, width));
+  return v;
+}
+template <class A>
+__device__ __forceinline__ A lanes_sum(A v, int width) {
+  for (int o = 1; o < width; o <<= 1) v += shfl_xor(v, o, width);
+  return v;
+}
+
+// Merge over the `width` lanes of each segment (the same xor trees on every call, so every lane
+// and every call get the same bits). Weighted partials take their maximum first, then each lane
+// rescales its sums to it (one exp per lane, not one per tree step) and the sums are added.
+template <class A, int N>
+__device__ __forceinline__ void lanes_merge(Weighted<A, N>& p, int width) {
+  const A M = lanes_max(p.m, width);
+  const A w = p.s[0] == A(0) ? A(0) : exp_diff(p.m, M);
+#pragma unroll
+  for (int i = 0; i < N; ++i) p.s[i] = lanes_sum(p.s[0] == A(0) ? A(0) : p.s[i] * w, width);
+  p.m = M;
+}
+template <class A, int N>
+__device__ __forceinline__ void lanes_merge(Sums<A, N>& p, int width) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) p.s[i] = lanes_sum(p.s[i], width);
+}
+
+template <class P>
+struct Identity;
+template <class A, int N>
+struct Identity<Weighted<A, N>> {
+  __device__ __forceinline__ static Weighted<A, N> value() {
+    Weighted<A, N> p;
+    p.m = A(-INFINITY);
+#pragma unroll
+    for (int i = 0; i < N; ++i) p.s[i] = A(0);
+    return p;
+  }
+};
+template <class A, int N>
+struct Identity<Sums<A, N>> {
+  __device__ __forceinline__ static Sums<A, N> value() {
+    Sums<A, N> p;
+#pragma unroll
+    for (int i = 0; i < N; ++i) p.s[i] = A(0);
+    return p;
   }
 };
 
-// A group of kVec consecutive elements handled together: a 16-byte vector when kVec equals the
-// storage's vector width (pointers and cols allow it), otherwise a single element (kVec == 1).
-template <class T, int kVec>
-struct Chunk {
-  __device__ __forceinline__ static void load(const T* p, float (&v)[kVec]) {
-    if constexpr (kVec == 1) {
-      v[0] = Storage<T>::load(p);
-    } else {
-      static_assert(kVec == Storage<T>::kVec, "vector width must be 16 bytes");
-      Storage<T>::load_vec(p, v);
-    }
-  }
-  __device__ __forceinline__ static void store(T* p, const float (&v)[kVec]) {
-    if constexpr (kVec == 1) {
-      Storage<T>::store(p, v[0]);
-    } else {
-      Storage<T>::store_vec(p, v);
-    }
-  }
+template <class P, int R>
+__device__ __forceinline__ void lane_reduce(P (&p)[R], int width) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) lanes_merge(p[r], width);
+}
+
+// Scratch for reductions across the warps of a block (and the blocks of a cluster): two
+// generations, so that one barrier per reduction suffices (a warp that races ahead to the next
+// reduction writes the other generation).
+template <class P, int R>
+struct BlockScratch {
+  P warp[2][32][R];
+  P block[2][R];  // this block's result, read by the other blocks of its cluster
 };
 
-// ---- arithmetic ------------------------------------------------------------------------------
-
-// exp(x - max) given max_log2e = max * log2(e). See the header comment for the accuracy.
-__device__ __forceinline__ float exp_shifted(float x, float max_log2e) {
-  return exp2f(fmaf(x, kLog2e, -max_log2e));
+__device__ __forceinline__ void cluster_barrier() {
+#if SOFTMAX_CUDA_CLUSTERS
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
 }
 
-// Reductions over `width` lanes (a power of two <= 32) of the calling lane's group; xor
-// shuffles with offsets < width never leave the group, so sub-warp groups reduce independently.
-__device__ __forceinline__ float group_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-__device__ __forceinline__ float group_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
+// Merge over all threads of the block, then over the `cluster` blocks of the cluster; every
+// thread gets the same result. Each level is one lanes_merge: the warps' partials, then the
+// blocks', are taken up by the lanes of every warp (lane i the i-th), so no thread folds a list.
+template <class P, int R>
+__device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, int gen, int cluster) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  lane_reduce(p, 32);
+  if (lane == 0) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
-}
-
-// Block-wide max / sum; every thread gets the result. Each thread folds the per-warp values in
-// the same order, so all threads (and all blocks of a row) see bit-identical results.
-// `scratch` holds 32 floats; the caller must put a barrier between two uses of one scratch.
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-  v = warp_max(v);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = (blockDim.x + 31) >> 5;
-  if (lane == 0) scratch[warp] = v;
+    for (int r = 0; r < R; ++r) sm.warp[gen][warp][r] = p[r];
+  }
   __syncthreads();
-  float r = scratch[0];
-  for (int w = 1; w < nwarps; ++w) r = fmaxf(r, scratch[w]);
-  return r;
-}
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-  v = warp_sum(v);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = (blockDim.x + 31) >> 5;
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int w = 1; w < nwarps; ++w) r += scratch[w];
-  return r;
-}
-
-// Sum of exp(v - shift) over a thread's held row piece (the accesses k with held(k)), given
-// shift_log2e = shift * log2(e). v becomes those exps for softmax; log-softmax keeps x, which
-// its epilogue needs. Shared by the block and cluster kernels that hold rows in registers.
-template <int kPerThread, int kVec, class Held>
-__device__ __forceinline__ float exp_sum_in_place(float (&v)[kPerThread][kVec], float shift_log2e,
-                                                  bool log_softmax, Held held) {
-  float s = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    if (held(k)) {
+  for (int r = 0; r < R; ++r) p[r] = lane < nwarps ? sm.warp[gen][lane][r] : Identity<P>::value();
+  lane_reduce(p, 32);
+#if SOFTMAX_CUDA_CLUSTERS
+  if (cluster > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    if (threadIdx.x == 0) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        const float e = exp_shifted(v[k][j], shift_log2e);
-        s += e;
-        if (!log_softmax) v[k][j] = e;
-      }
+      for (int r = 0; r < R; ++r) sm.block[gen][r] = p[r];
     }
-  }
-  return s;
-}
-
-// A partial row: s = sum of exp(x - m) over its elements. An empty part, or one whose finite
-// elements are all -inf, has m = -inf and s in {0, NaN} (NaN when it saw a NaN): its exps were
-// taken with shift 0, so -inf contributes 0 and NaN stays NaN. That keeps the textbook results
-// for non-finite rows (all -inf -> NaN, any NaN or +inf -> NaN) when partials are merged.
-struct MaxSum {
-  float m;
-  float s;
-};
-
-// The online rule m = max(ma, mb), s = sa e^(ma-m) + sb e^(mb-m), with s == 0 terms dropped so
-// that an empty/-inf part never turns a finite row into NaN through (-inf) - (-inf).
-__device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.m, b.m);
-  const float ta = a.s == 0.0f ? 0.0f : a.s * exp2f((a.m - m) * kLog2e);
-  const float tb = b.s == 0.0f ? 0.0f : b.s * exp2f((b.m - m) * kLog2e);
-  return {m, ta + tb};
-}
-
-// The shift used for a part's exps: its max, or 0 when its max is -inf (see MaxSum).
-__device__ __forceinline__ float part_shift(float m) { return m == -INFINITY ? 0.0f : m; }
-
-// ---- epilogue --------------------------------------------------------------------------------
-
-// The row's final numbers, computed once per row from its max M and sum S.
-struct RowScale {
-  float max_log2e;   // M * log2(e), the shift for exp_shifted
-  float scale;       // 1/S (times the dropout scale when dropout is on)
-  float log_offset;  // M + log(S), for log-softmax
-};
-
-__device__ __forceinline__ RowScale row_scale(float M, float S, const RowEpilogue& ep,
-                                              bool dropout) {
-  RowScale r;
-  r.max_log2e = M * kLog2e;
-  const float inv = 1.0f / S;
-  r.scale = dropout ? inv * ep.keep_scale : inv;
-  r.log_offset = M + logf(S);
-  return r;
-}
-
-// Dropout on kVec consecutive elements starting at flat index `flat`. With kVec >= 4 the
-// caller guarantees flat % 4 == 0 (cols % kVec == 0), so each Philox block serves exactly 4
-// elements; the scalar path (kVec == 1) evaluates the element's group and picks its bit.
-template <int kVec>
-__device__ __forceinline__ void apply_dropout(float (&v)[kVec], uint64_t flat, const RowEpilogue& ep,
-                                              uint8_t (&keep)[kVec]) {
-  if constexpr (kVec == 1) {
-    const unsigned bits = dropout_keep4(ep.seed, ep.offset, flat >> 2, ep.p);
-    keep[0] = (bits >> (flat & 3u)) & 1u;
-    if (!keep[0]) v[0] = 0.0f;
-  } else {
+    cluster_barrier();
 #pragma unroll
-    for (int g = 0; g < kVec / 4; ++g) {
-      const unsigned bits = dropout_keep4(ep.seed, ep.offset, (flat >> 2) + g, ep.p);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        keep[4 * g + j] = (bits >> j) & 1u;
-        if (!keep[4 * g + j]) v[4 * g + j] = 0.0f;
-      }
-    }
+    for (int r = 0; r < R; ++r) p[r] = lane < cluster ? *cl.map_shared_rank(&sm.block[gen][r], lane) : Identity<P>::value();
+    lane_reduce(p, 32);
   }
-}
-
-template <int kVec>
-__device__ __forceinline__ void store_mask(uint8_t* mask, const uint8_t (&keep)[kVec]) {
-  if constexpr (kVec == 4) {
-    *reinterpret_cast<uint32_t*>(mask) = keep[0] | keep[1] << 8 | keep[2] << 16 | uint32_t(keep[3]) << 24;
-  } else if constexpr (kVec == 8) {
-    uint2 q;
-    q.x = keep[0] | keep[1] << 8 | keep[2] << 16 | uint32_t(keep[3]) << 24;
-    q.y = keep[4] | keep[5] << 8 | keep[6] << 16 | uint32_t(keep[7]) << 24;
-    *reinterpret_cast<uint2*>(mask) = q;
-  } else {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) mask[j] = keep[j];
-  }
-}
-
-// Turns kVec elements into outputs and stores them. `v` holds exp(x - M) for softmax (already
-// computed in the sum pass) or x itself for log-softmax.
-template <class T, bool kDropout, int kVec>
-__device__ __forceinline__ void finish_chunk(float (&v)[kVec], T* y, uint64_t flat,
-                                             const RowScale& rs, const RowEpilogue& ep) {
-  if (ep.log_softmax) {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = v[j] - rs.log_offset;
-  } else {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] *= rs.scale;
-  }
-  if constexpr (kDropout) {
-    uint8_t keep[kVec];
-    apply_dropout<kVec>(v, flat, ep, keep);
-    if (ep.keep_mask != nullptr) store_mask<kVec>(ep.keep_mask + flat, keep);
-  }
-  Chunk<T, kVec>::store(y + flat, v);
+#else
+  (void)cluster;
+  (void)warp;
+#endif
 }
 
 }  // namespace cuda_kernels

@@ -132,8 +132,9 @@ inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_sof
 
 // Absolute tolerance for an output element stored as `t` whose exact value is `ref`: the
 // arithmetic's error (fp64 when `fp64_arith`, else fp32) plus the rounding of the stored result.
-// The floor is the output type's smallest subnormal step: a value the float64 reference puts
-// below it must come out as (nearly) zero, never as some small normal number.
+// The floor is the smallest normal number of the output type (f16: half its subnormal step, as
+// the conversion to f16 rounds subnormals exactly): a result below it may come out flushed to
+// zero, never as some larger number.
 inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols,
                         bool fp64_arith = false) {
   const double storage = t == SOFTMAX_DTYPE_F64   ? 0x1p-53
@@ -142,11 +143,29 @@ inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t co
                                                   : 0x1p-8;
   const double unit = fp64_arith || t == SOFTMAX_DTYPE_F64 ? 2e-15 : 1e-6;
   const double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
-  const double floor = t == SOFTMAX_DTYPE_F64   ? 0x1p-1074
-                       : t == SOFTMAX_DTYPE_F32 ? 0x1p-149
-                       : t == SOFTMAX_DTYPE_F16 ? 0x1p-24
-                                                : 0x1p-133;
+  const double floor = t == SOFTMAX_DTYPE_F64   ? 0x1p-1022
+                       : t == SOFTMAX_DTYPE_F16 ? 0x1p-25
+                                                : 0x1p-126;
   return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : floor);
+}
+
+// True when `ref` rounds to zero in type t: the output must then be exactly +0. (Written with
+// ldexp: some compilers mis-read a hex literal below the double range.)
+inline bool rounds_to_zero(softmax_dtype t, double ref) {
+  if (t == SOFTMAX_DTYPE_F64) return ref == 0.0;
+  const int half_min_subnormal_exp = t == SOFTMAX_DTYPE_F32 ? -150 : t == SOFTMAX_DTYPE_F16 ? -25 : -134;
+  return std::fabs(ref) < std::ldexp(1.0, half_min_subnormal_exp);
+}
+
+// One output element against its float64 value: NaN must stay NaN; an infinite expected value
+// (log-softmax of a -inf input) must be hit exactly, since inf - inf would make any tolerance
+// check NaN; a value that rounds to zero must be exactly +0; anything else within tolerance().
+inline bool element_ok(softmax_dtype t, double got, double want, bool log_softmax, size_t cols,
+                       bool fp64_arith = false) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  if (!log_softmax && rounds_to_zero(t, want)) return got == 0.0 && !std::signbit(got);
+  return std::fabs(got - want) <= tolerance(t, want, log_softmax, cols, fp64_arith);
 }
 
 // Max relative-to-tolerance violation over a row: <= 1 passes. NaN expected must be NaN got.
@@ -161,14 +180,7 @@ inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::v
   RowCheck r;
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
-    // NaN must stay NaN; an infinite expected value (log-softmax of a -inf input) must be hit
-    // exactly, since inf - inf would make any tolerance check NaN; an exact zero of the
-    // reference (exp(-inf), or underflow even in float64) must be exactly +0.
-    const bool pass = std::isnan(want)   ? std::isnan(got)
-                      : std::isinf(want) ? got == want
-                      : want == 0.0      ? (got == 0.0 && !std::signbit(got))
-                                         : std::fabs(got - want) <=
-                                               tolerance(y.dtype, want, log_softmax, cols, fp64_arith);
+    const bool pass = element_ok(y.dtype, got, want, log_softmax, cols, fp64_arith);
     if (!pass) return RowCheck{false, c, got, want};
   }
   return r;

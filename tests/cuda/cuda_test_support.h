@@ -8,16 +8,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/launch_plan.h"
 #include "reference.h"
 
 namespace softmax_cuda_test {
 
 using namespace softmax_test;
+using softmax_internal::dropout_keep;
+using softmax_internal::dropout_scale;
 
 // Empty when a CUDA device is usable; otherwise why not. Asked once (never at static
 // initialisation, so test discovery works on machines without a driver).
@@ -81,6 +85,47 @@ inline softmax_options cuda_options(cudaStream_t s = nullptr, uint32_t flags = 0
   return o;
 }
 
+// The strategy SOFTMAX_CUDA_STRATEGY forces on this process's calls, if any.
+inline bool forced_strategy(softmax_internal::Strategy* s) {
+  const char* v = std::getenv("SOFTMAX_CUDA_STRATEGY");
+  if (v == nullptr || *v == '\0') return false;
+  const std::string name(v);
+  using softmax_internal::Strategy;
+  for (Strategy c : {Strategy::Segment, Strategy::Block, Strategy::Cluster, Strategy::Split}) {
+    if (name == softmax_internal::strategy_name(c)) {
+      *s = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The status a call on rows of `cols` columns must return: SUCCESS, or INTERNAL_ERROR when a
+// forced strategy cannot hold such rows (the library must refuse, not run another strategy).
+// `layout_bytes` is the element size of the arrays the kernels hold (x for the forward, y for the
+// backward), `arrays` how many of them a thread holds.
+inline softmax_status expected_status(int64_t cols, size_t layout_bytes, int arrays = 1) {
+  softmax_internal::Strategy s;
+  if (!forced_strategy(&s)) return SOFTMAX_STATUS_SUCCESS;
+  const int chunk_elems = 16 / int(layout_bytes);
+  const int64_t chunks = (cols + chunk_elems - 1) / chunk_elems;
+  return chunks <= softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays) ? SOFTMAX_STATUS_SUCCESS
+                                                                                     : SOFTMAX_STATUS_INTERNAL_ERROR;
+}
+
+// Asserts that `call` returns expected_status(...); after a (checked) refusal the test returns.
+#define ASSERT_RUNS_OR_REFUSED(call, cols, layout_bytes, arrays)                                   \
+  do {                                                                                             \
+    const softmax_status want_ = ::softmax_cuda_test::expected_status(cols, layout_bytes, arrays); \
+    const softmax_status got_ = (call);                                                            \
+    ASSERT_EQ(got_, want_) << softmax_status_string(got_) << ": " << softmax_last_error();        \
+    if (want_ != SOFTMAX_STATUS_SUCCESS) {                                                         \
+      ASSERT_NE(std::string(softmax_last_error()).find("SOFTMAX_CUDA_STRATEGY"), std::string::npos) \
+          << softmax_last_error();                                                                 \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+
 // Rows to compare against float64: all of them for small problems, else first, last and a
 // random sample (the reference costs a float64 exp per element).
 inline std::vector<size_t> rows_to_check(size_t rows, size_t cols, uint64_t seed) {
@@ -96,18 +141,9 @@ inline std::vector<size_t> rows_to_check(size_t rows, size_t cols, uint64_t seed
   return out;
 }
 
-// reference.h's tolerance plus, for f16, half the spacing of f16 subnormals (2^-25): outputs
-// below 6.1e-5 (every long row, and e^-16 in any row of inputs in [-8, 8]) are stored with an
-// absolute, not relative, rounding error in binary16, whatever the backend.
-inline double tol(softmax_dtype t, double want, bool log_softmax, size_t cols) {
-  return tolerance(t, want, log_softmax, cols) + (t == SOFTMAX_DTYPE_F16 ? 0x1p-25 : 0.0);
-}
-
-// NaN must be NaN and an infinity (log-softmax of a -inf input) exactly that infinity.
+// reference.h's rule for one output element (exact NaN, infinities and zeros, else tolerance).
 inline bool close(softmax_dtype t, double got, double want, bool log_softmax, size_t cols) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::fabs(got - want) <= tol(t, want, log_softmax, cols);
+  return element_ok(t, got, want, log_softmax, cols);
 }
 
 // Checks the selected rows of y (host copy) against the float64 softmax of x.

@@ -1,0 +1,182 @@
+// Backward kernels of softmax_rows (and the sharded backward's statistics and finish), with the
+// same two strategies as the forward (forward_kernels.cuh): rows held in registers, or split
+// into parts whose dot products are merged before the parts are read again.
+//
+//   softmax      D = sum(dy * y),  dx = y * (dy - D)
+//   log-softmax  D = sum(dy),      dx = dy - exp(y) * D
+//
+// The layout type T is y's (and dy's); dx is stored as Y, the forward input's type.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/forward_kernels.cuh"
+#include "backends/cuda/row_frame.cuh"
+#include "backends/cuda/row_math.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+enum class Backward {
+  Full,       // softmax_rows_backward
+  Stats,      // softmax_backward_row_stats: row_dot only
+  FromStats,  // softmax_rows_backward_from_stats: D read from row_dot
+};
+
+struct BackwardArgs {
+  softmax_dtype y_dtype;  // y and dy
+  const void* y;
+  const void* dy;
+  const char* y_end;   // ends of y and dy, for the vectors that stick out of them
+  const char* dy_end;
+  void* dx;
+  softmax_dtype dx_dtype;
+  bool log_softmax;
+  float* row_dot;          // Stats
+  const float* row_dot_in; // FromStats
+  int64_t rows;
+  int64_t cols;
+};
+
+// The thread's share of D over its chunks.
+template <class A, int K, int V>
+__device__ __forceinline__ A backward_dot(const A (&y)[K][V], const A (&dy)[K][V], bool log_softmax) {
+  A d = A(0);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) d += log_softmax ? dy[k][j] : dy[k][j] * y[k][j];
+  }
+  return d;
+}
+
+// dx from y, dy and D, into dy's registers.
+template <class A, int K, int V>
+__device__ __forceinline__ void backward_finish(const A (&y)[K][V], A (&dy)[K][V], A D, bool log_softmax) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      dy[k][j] = log_softmax ? dy[k][j] - exp_of(y[k][j]) * D : y[k][j] * (dy[k][j] - D);
+    }
+  }
+}
+
+template <class T, class Y, class A, Backward kOp, int K, int R, bool kBlock>
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_backward(BackwardArgs a,
+                                                                                          RowShape shape) {
+  constexpr int V = kChunkElems<T>;
+  using Part = Sums<A, 1>;
+  __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
+  RowWalk<K, R, kBlock> walk(shape);
+  const int64_t rows = shape.rows;
+  const int cols = shape.cols;
+  int gen = 0;
+  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+    A y[R][K][V], dy[R][K][V];
+    Part part[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      const int64_t first = (live ? row : 0) * int64_t(cols);
+      load_values<T, A, K, V>(a.y, a.y_end, first, cols, live, a.y_dtype, walk.place, A(0), y[r]);
+      load_values<T, A, K, V>(a.dy, a.dy_end, first, cols, live, a.y_dtype, walk.place, A(0), dy[r]);
+      part[r] = Part{{kOp == Backward::FromStats ? A(0) : backward_dot<A, K, V>(y[r], dy[r], a.log_softmax)}};
+    }
+    if constexpr (kOp != Backward::FromStats) {
+      if constexpr (kBlock) {
+        block_reduce(part, scratch, gen, shape.cluster);
+      } else {
+        lane_reduce(part, shape.width);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      if constexpr (kOp == Backward::Stats) {
+        const bool writer = kBlock ? (threadIdx.x == 0 && walk.rank == 0) : walk.place.lane == 0;
+        if (live && writer) a.row_dot[row] = static_cast<float>(part[r].s[0]);
+      } else {
+        const A D = kOp == Backward::FromStats ? (live ? A(a.row_dot_in[row]) : A(0)) : part[r].s[0];
+        backward_finish<A, K, V>(y[r], dy[r], D, a.log_softmax);
+        store_row<T, Y, A, K, V>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.dx_dtype, walk.place, dy[r]);
+      }
+    }
+  }
+  if constexpr (kBlock) {
+    if (shape.cluster > 1) cluster_barrier();
+  }
+}
+
+// Split rows: the stats role writes each part's share of D, the finish role sums its row's
+// shares (the same order in every block) and writes dx for its part.
+template <class T, class Y, class A, Backward kOp>
+__global__ void __launch_bounds__(kSplitThreads, 2) split_rows_backward(BackwardArgs a, SplitShape sp, SplitWave w) {
+  constexpr int V = kChunkElems<T>;
+  constexpr int K = kSplitK / 2;  // two arrays in registers
+  constexpr int64_t kTile = int64_t(kSplitThreads) * K;
+  using Part = Sums<A, 1>;
+  __shared__ BlockScratch<Part, 1> scratch;
+  const int64_t cols = a.cols;
+  const int64_t chunks = (cols + V - 1) / V;
+  const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
+  const bool stats_role = blockIdx.x < stats_blocks;
+  const int64_t b = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
+  const int part_index = int(b % sp.parts);
+  const int64_t row = (stats_role ? w.stats_row0 : w.norm_row0) + b / sp.parts;
+  const int64_t begin = part_index * sp.part_chunks;
+  const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
+  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  auto load_tile = [&](int64_t col0, int limit, A (&y)[K][V], A (&dy)[K][V]) {
+    load_values<T, A, K, V>(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0), y);
+    load_values<T, A, K, V>(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0), dy);
+  };
+
+  if (stats_role) {
+    A d = A(0);
+    for (int64_t t = begin; t < end; t += kTile) {
+      const int64_t col0 = t * V;
+      const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+      A y[K][V], dy[K][V];
+      load_tile(col0, limit, y, dy);
+      d += backward_dot<A, K, V>(y, dy, a.log_softmax);
+    }
+    Part red[1] = {Part{{d}}};
+    block_reduce(red, scratch, 0, 1);
+    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
+    return;
+  }
+
+  A D;
+  if constexpr (kOp == Backward::FromStats) {
+    D = A(a.row_dot_in[row]);
+  } else {
+    Part acc{{A(0)}};
+    const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
+    for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
+    Part red[1] = {acc};
+    block_reduce(red, scratch, 0, 1);
+    D = red[0].s[0];
+  }
+  if constexpr (kOp == Backward::Stats) {
+    if (part_index == 0 && threadIdx.x == 0) a.row_dot[row] = static_cast<float>(D);
+    return;
+  }
+  const int64_t last = begin + (end - 1 - begin) / kTile * kTile;
+  for (int64_t t = last; t >= begin; t -= kTile) {
+    const int64_t col0 = t * V;
+    const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+    A y[K][V], dy[K][V];
+    load_tile(col0, limit, y, dy);
+    backward_finish<A, K, V>(y, dy, D, a.log_softmax);
+    store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit, true, a.dx_dtype, p, dy);
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

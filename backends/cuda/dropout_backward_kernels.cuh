@@ -1,0 +1,209 @@
+// Backward of softmax_dropout from x alone: s = softmax(x) and the keep bits are recomputed
+// (the forward's rule, the same flat indices), g = keep ? dy * scale : 0, and
+//   D = sum(s * g),  dx = s * (g - D).
+// Each thread folds (max, sum of exp, sum of exp * g) relative to its own maximum, so one
+// reduction gives all three; the layout type T is x's, dy is stored as the forward's y.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/dropout_bits.cuh"
+#include "backends/cuda/forward_kernels.cuh"
+#include "backends/cuda/row_frame.cuh"
+#include "backends/cuda/row_math.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+struct DropoutBackwardArgs {
+  softmax_dtype x_dtype;  // x and dx
+  const void* x;
+  const void* dy;
+  const char* x_end;
+  const char* dy_end;
+  softmax_dtype dy_dtype;
+  void* dx;
+  DropoutKeys keys;
+  bool drop;  // false when p == 0: every element kept, no random numbers drawn
+  int64_t rows;
+  int64_t cols;
+};
+
+// dy of the thread's chunks, as values (columns past `limit` zero), whatever dy's type.
+template <class T, class A, int K, int V>
+__device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t first, int limit, bool live,
+                                        const Place& p, A (&dy)[K][V]) {
+  if (kGeneric<T> || dtype_bytes(a.dy_dtype) != Elem<T>::kBytes) {
+    load_resized<A, K, V>(static_cast<const char*>(a.dy) + first * dtype_bytes(a.dy_dtype), limit, live, a.dy_dtype,
+                          p, A(0), dy);
+  } else {
+    load_values<T, A, K, V, false>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0), dy);
+  }
+}
+
+// g = keep ? dy * scale : 0, in place.
+template <int K, int V, class A>
+__device__ __forceinline__ void apply_keep(const DropoutBackwardArgs& a, uint64_t flat0, const Place& p, bool live,
+                                           A (&g)[K][V]) {
+  if (!a.drop) return;
+  uint32_t bits[K];
+  keep_bits<K, V>(a.keys, flat0, p, live, bits);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) g[k][j] = ((bits[k] >> j) & 1u) ? g[k][j] * A(a.keys.scale) : A(0);
+  }
+}
+
+// The thread's (max, sum e, sum e*g); v becomes e = exp(x - own max).
+template <class A, int K, int V>
+__device__ __forceinline__ OwnPartial<A, K, V> fold_exps_dot(A (&v)[K][V], const A (&g)[K][V],
+                                                             Weighted<A, 2>& part) {
+  A m = A(-INFINITY);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) m = fmax_(m, v[k][j]);
+  }
+  const Shift<A> sh(m);
+  A s = A(0), d = A(0);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const A e = sh.exp(v[k][j]);
+      s += e;
+      d += e * g[k][j];
+      v[k][j] = e;
+    }
+  }
+  part = Weighted<A, 2>{m, {s * sh.to_m, d * sh.to_m}};
+  return {m, sh.to_m, sh.m};
+}
+
+// dx = s * (g - D) with s = e * factor, into g.
+template <class A, int K, int V>
+__device__ __forceinline__ void dropout_backward_finish(const A (&e)[K][V], A (&g)[K][V], A factor, A D) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) g[k][j] = e[k][j] * factor * (g[k][j] - D);
+  }
+}
+
+template <class T, class A, int K, int R, bool kBlock>
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_dropout_backward(
+    DropoutBackwardArgs a, RowShape shape) {
+  constexpr int V = kChunkElems<T>;
+  using Part = Weighted<A, 2>;
+  __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
+  RowWalk<K, R, kBlock> walk(shape);
+  const int64_t rows = shape.rows;
+  const int cols = shape.cols;
+  int gen = 0;
+  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+    A v[R][K][V], g[R][K][V];
+    Part part[R];
+    OwnPartial<A, K, V> own[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      const int64_t first = (live ? row : 0) * int64_t(cols);
+      load_values<T, A, K, V>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY), v[r]);
+      load_dy<T, A, K, V>(a, first, cols, live, walk.place, g[r]);
+      apply_keep<K, V>(a, uint64_t(first), walk.place, live, g[r]);
+      own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
+    }
+    if constexpr (kBlock) {
+      block_reduce(part, scratch, gen, shape.cluster);
+    } else {
+      lane_reduce(part, shape.width);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      const A M = part[r].m, S = part[r].s[0], D = part[r].s[1] / S;
+      const A factor = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M)) / S;
+      dropout_backward_finish<A, K, V>(v[r], g[r], factor, D);
+      store_row<T, T, A, K, V>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place, g[r]);
+    }
+  }
+  if constexpr (kBlock) {
+    if (shape.cluster > 1) cluster_barrier();
+  }
+}
+
+template <class T, class A>
+__global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(DropoutBackwardArgs a, SplitShape sp,
+                                                                             SplitWave w) {
+  constexpr int V = kChunkElems<T>;
+  constexpr int K = kSplitK / 2;
+  constexpr int64_t kTile = int64_t(kSplitThreads) * K;
+  using Part = Weighted<A, 2>;
+  __shared__ BlockScratch<Part, 1> scratch;
+  const int64_t cols = a.cols;
+  const int64_t chunks = (cols + V - 1) / V;
+  const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
+  const bool stats_role = blockIdx.x < stats_blocks;
+  const int64_t b = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
+  const int part_index = int(b % sp.parts);
+  const int64_t row = (stats_role ? w.stats_row0 : w.norm_row0) + b / sp.parts;
+  const int64_t begin = part_index * sp.part_chunks;
+  const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
+  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+
+  auto load_tile = [&](int64_t col0, int limit, A (&v)[K][V], A (&g)[K][V]) {
+    const int64_t first = row * cols + col0;
+    load_values<T, A, K, V>(a.x, a.x_end, first, limit, true, a.x_dtype, p, A(-INFINITY), v);
+    load_dy<T, A, K, V>(a, first, limit, true, p, g);
+    apply_keep<K, V>(a, uint64_t(first), p, true, g);
+  };
+
+  if (stats_role) {
+    Part acc{A(-INFINITY), {A(0), A(0)}};
+    for (int64_t t = begin; t < end; t += kTile) {
+      const int64_t col0 = t * V;
+      const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+      A v[K][V], g[K][V];
+      load_tile(col0, limit, v, g);
+      Part tile;
+      fold_exps_dot<A, K, V>(v, g, tile);
+      acc = merge(acc, tile);
+    }
+    Part red[1] = {acc};
+    block_reduce(red, scratch, 0, 1);
+    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
+    return;
+  }
+
+  Part acc{A(-INFINITY), {A(0), A(0)}};
+  const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
+  for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
+  Part red[1] = {acc};
+  block_reduce(red, scratch, 0, 1);
+  const A M = red[0].m, S = red[0].s[0], D = red[0].s[1] / S;
+  const Shift<A> sh(M);
+  const A factor = sh.to_m / S;
+  const int64_t last = begin + (end - 1 - begin) / kTile * kTile;
+  for (int64_t t = last; t >= begin; t -= kTile) {
+    const int64_t col0 = t * V;
+    const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+    A v[K][V], g[K][V];
+    load_tile(col0, limit, v, g);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
+    }
+    dropout_backward_finish<A, K, V>(v, g, factor, D);
+    store_row<T, T, A, K, V>(a.dx, row * cols + col0, limit, true, a.x_dtype, p, g);
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

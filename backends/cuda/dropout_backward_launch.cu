@@ -1,0 +1,47 @@
+// The dropout-backward kernel family. The layout is x's type (x and dx); dy may be stored as any
+// type. f32 and 16-bit x get the full set of shapes; anything with f64 the generic kernels.
+#include "backends/cuda/launch_ops.h"
+
+namespace softmax_internal {
+namespace {
+
+using namespace cuda_kernels;
+
+template <class T, class A>
+struct Launches {
+  const DropoutBackwardArgs& a;
+  const LaunchEnv& env;
+  static constexpr int V = kChunkElems<T>;
+  static constexpr int KMAX = max_chunks(V, 2);
+  static constexpr const char* kName = "softmax dropout backward kernel launch";
+  template <int K, int R>
+  Outcome segment(const Plan& plan) const {
+    return launch_register(register_rows_dropout_backward<T, A, K, R, false>, a, a.rows, a.cols, plan, env, kName);
+  }
+  Outcome block(const Plan& plan) const {
+    return launch_register(register_rows_dropout_backward<T, A, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName);
+  }
+  Outcome split() const {
+    const int64_t bytes_per_col = dtype_bytes(a.x_dtype) + dtype_bytes(a.dy_dtype);
+    return launch_split<Weighted<A, 2>>(split_rows_dropout_backward<T, A>, a, a.rows, a.cols, V,
+                                        kSplitThreads * (kSplitK / 2), bytes_per_col, true, env, kName);
+  }
+};
+
+template <class T, class A, bool kFull>
+Outcome launch_family(const DropoutBackwardArgs& a, const LaunchEnv& env) {
+  return launch_plan_of<kChunkElems<T>, 2, kFull>(a.cols, Launches<T, A>{a, env}, env);
+}
+
+}  // namespace
+
+Outcome launch_dropout_backward(const DropoutBackwardArgs& a, const LaunchEnv& env) {
+  if (a.x_dtype == SOFTMAX_DTYPE_F64 || a.dy_dtype == SOFTMAX_DTYPE_F64) return launch_family<AnyDtype, double, false>(a, env);
+  switch (a.x_dtype) {
+    case SOFTMAX_DTYPE_F32: return launch_family<float, float, true>(a, env);
+    case SOFTMAX_DTYPE_F16: return launch_family<__half, float, true>(a, env);
+    default: return launch_family<__nv_bfloat16, float, true>(a, env);
+  }
+}
+
+}  // namespace softmax_internal

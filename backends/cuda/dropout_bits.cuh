@@ -1,0 +1,122 @@
+// The dropout keep bits on the device: the rule of backends/common/philox.h (Philox4x32-10,
+// cuRAND's counter layout), evaluated once per group of four flat elements and shared between
+// neighbouring chunks, with the word compared against an integer threshold instead of
+// converting it to a float.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/common/philox.h"
+#include "backends/cuda/row_layout.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+// Everything a kernel needs to decide keep bits: the key, the offset, and the threshold
+// (keep when the 32-bit word >= threshold, equivalent to u > p; see dropout_keep_threshold).
+struct DropoutKeys {
+  uint32_t k0, k1;
+  uint64_t offset;
+  uint32_t threshold;
+  float scale;  // 1 / (1 - p)
+};
+
+// Philox4x32-10 with each 32x32 -> 64 product as one wide multiply.
+__device__ __forceinline__ void philox_rounds(uint32_t (&c)[4], uint32_t k0, uint32_t k1) {
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(0xD2511F53u) * c[0];
+    const uint64_t p1 = uint64_t(0xCD9E8D57u) * c[2];
+    const uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ k0;
+    const uint32_t n2 = uint32_t(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = uint32_t(p1);
+    c[2] = n2;
+    c[3] = uint32_t(p0);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+// Keep bits of the four flat elements 4g .. 4g+3 (bit j: element 4g + j kept).
+__device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
+  const uint64_t lo = d.offset >> 2;
+  uint32_t a[4] = {uint32_t(lo), uint32_t(lo >> 32), uint32_t(g), uint32_t(g >> 32)};
+  const unsigned phase = unsigned(d.offset & 3u);
+  if (phase == 0) {
+    philox_rounds(a, d.k0, d.k1);
+    return uint32_t(a[0] >= d.threshold) | uint32_t(a[1] >= d.threshold) << 1 |
+           uint32_t(a[2] >= d.threshold) << 2 | uint32_t(a[3] >= d.threshold) << 3;
+  }
+  // The draw straddles two blocks: words [phase, 4) of this one, [0, phase) of the next.
+  uint32_t b[4] = {a[0] + 1u, a[1] + (a[0] == 0xffffffffu ? 1u : 0u), a[2], a[3]};
+  if (b[0] == 0 && b[1] == 0) {  // carry into the upper half of the counter (curand's increment)
+    if (++b[2] == 0) ++b[3];
+  }
+  philox_rounds(a, d.k0, d.k1);
+  philox_rounds(b, d.k0, d.k1);
+  uint32_t bits = 0;
+#pragma unroll
+  for (unsigned j = 0; j < 4; ++j) {
+    const unsigned w = phase + j;
+    const uint32_t word = w < 4 ? a[w & 3] : b[(w - 4) & 3];
+    bits |= uint32_t(word >= d.threshold) << j;
+  }
+  return bits;
+}
+
+// Keep bits of each of a thread's K chunks of V elements (V a multiple of 4), chunk k starting
+// at flat element row_flat + chunk(k) * V. Each group of four is evaluated once: a chunk
+// evaluates the V/4 groups that start inside it and takes the bits of the group it starts in
+// the middle of (when row_flat is not a multiple of 4) from the previous chunk's owner.
+// Every lane of the warp calls this together.
+template <int K, int V>
+__device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t row_flat, const Place& p,
+                                                bool live, uint32_t (&bits)[K]) {
+  static_assert(V % 4 == 0 && K * V <= 32, "groups of four, packed in one word");
+  const unsigned a = unsigned(row_flat & 3u);
+  // One Philox evaluation at a time (the loop stays rolled: unrolled, the compiler interleaves
+  // every evaluation of the thread and runs out of registers); the bits go into one word.
+  uint32_t packed = 0;
+  if (live) {
+#pragma unroll 1
+    for (int k = 0; k < K; ++k) {
+      const uint64_t g1 = ((row_flat + uint64_t(p.chunk(k)) * V) >> 2) + (a != 0 ? 1u : 0u);
+      uint32_t own = 0;
+#pragma unroll
+      for (int i = 0; i < V / 4; ++i) own |= keep4(d, g1 + i) << (4 * i);
+      packed |= own << (k * V);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) bits[k] = (packed >> (k * V)) & ((1u << V) - 1u);
+  if (!__any_sync(kFullMask, a != 0)) return;
+  const int src = (p.lane - 1) & (p.width - 1);
+  uint32_t first_prev = 0;  // the segment's first chunk takes its group from before the segment
+  if (a != 0 && live && p.lane == 0) first_prev = keep4(d, (row_flat + uint64_t(p.chunk(0)) * V) >> 2);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    // The group this chunk starts in the middle of is the previous chunk's last one: lane l - 1
+    // in the same round, or (lane 0) the last lane of the previous round.
+    const uint32_t last_k = (packed >> (k * V + V - 4)) & 0xFu;
+    const uint32_t last_prev = k > 0 ? (packed >> ((k - 1) * V + V - 4)) & 0xFu : 0u;
+    const uint32_t provided = p.lane == p.width - 1 ? last_prev : last_k;
+    uint32_t prev = __shfl_sync(kFullMask, provided, src, p.width);
+    if (a == 0) continue;
+    if (k == 0 && p.lane == 0) prev = first_prev;
+    bits[k] = ((prev >> a) | (bits[k] << (4 - a))) & ((1u << V) - 1u);
+  }
+}
+
+// Keep bits of one chunk of 2 elements (f64), evaluated directly.
+__device__ __forceinline__ uint32_t keep_bits2(const DropoutKeys& d, uint64_t f) {
+  const uint32_t g = keep4(d, f >> 2);
+  const unsigned a = unsigned(f & 3u);
+  if (a < 3) return (g >> a) & 3u;
+  return (g >> 3) | ((keep4(d, (f >> 2) + 1) & 1u) << 1);
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

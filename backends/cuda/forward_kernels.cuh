@@ -1,0 +1,376 @@
+// Forward kernels: softmax, log-softmax, softmax fused with dropout, and the row statistics of
+// sharded rows. Two strategies (backends/cuda/launch_plan.h picks one):
+//
+//   register_rows  the row held in registers by a segment, a block or a cluster (row_frame.cuh):
+//                  one read, one write. Each thread folds its elements into a (max, sum)
+//                  partial taken relative to its own maximum, so a single reduction gives the
+//                  row's (max, sum); the exps stay in registers and are rescaled by one
+//                  per-thread factor on the way out.
+//   split_rows     rows past on-chip capacity: each row is cut into parts of whole tiles, one
+//                  block a part. A launch computes the (max, sum) partials of one wave of rows
+//                  next to the normalisation of the previous wave, which merges its row's
+//                  partials and re-reads the part (from L2 when the wave fits there).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/dropout_bits.cuh"
+#include "backends/cuda/row_frame.cuh"
+#include "backends/cuda/row_math.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+// Softmax covers log-softmax (a flag); Stats is softmax_row_stats; FromStats is
+// softmax_rows_from_stats (the row's max and sum read instead of reduced).
+enum class Forward { Softmax, Dropout, Stats, FromStats };
+
+struct ForwardArgs {
+  const void* x;
+  softmax_dtype x_dtype;
+  const char* x_end;     // x + rows * cols elements: vectors past it are read element-wise
+  void* y;               // Softmax, Dropout
+  softmax_dtype y_dtype;
+  bool log_softmax;
+  uint8_t* mask;         // Dropout: keep bytes, or nullptr
+  DropoutKeys keys;      // Dropout
+  float* row_max;        // Stats (written), FromStats (read)
+  float* row_sumexp;
+  int64_t rows;
+  int64_t cols;
+};
+
+// Keep bytes of one chunk (bit j of `bits` -> byte j), V bytes at mask_row + col0.
+template <int V>
+__device__ __forceinline__ void store_keep_bytes(uint8_t* mask_row, int col0, int limit, uint32_t bits,
+                                                 bool vectors) {
+  uint32_t w[2] = {0, 0};
+#pragma unroll
+  for (int j = 0; j < V; ++j) w[j >> 2] |= ((bits >> j) & 1u) << (8 * (j & 3));
+  uint8_t* p = mask_row + col0;
+  if (vectors && col0 + V <= limit) {
+    if constexpr (V == 8) {
+      store8(p, w[0], w[1]);
+    } else if constexpr (V == 4) {
+      store4(p, w[0]);
+    } else {
+      *reinterpret_cast<uint16_t*>(p) = uint16_t(w[0]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (col0 + j < limit) p[j] = uint8_t((bits >> j) & 1u);
+  }
+}
+
+// Keep bits of a thread's K chunks; chunk k starts at flat element flat0 + chunk(k) * V.
+template <int K, int V>
+__device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, const Place& p, bool live,
+                                          uint32_t (&bits)[K]) {
+  if constexpr (V % 4 == 0) {
+    chunk_keep_bits<K, V>(d, flat0, p, live, bits);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) bits[k] = live ? keep_bits2(d, flat0 + uint64_t(p.chunk(k)) * V) : 0u;
+  }
+}
+
+// Applies the output factor (or log offset) and the keep bits, writes the mask and y. The
+// pointers and flat0 point at column 0 of the thread's row (or of its split tile); only
+// columns below `limit` are written.
+template <class T, class Y, class A, Forward kOp, int K, int V>
+__device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
+                                               const Place& p, A (&v)[K][V], A factor, A log_offset) {
+  uint8_t* mask_row = a.mask != nullptr ? a.mask + flat0 : nullptr;
+  if (a.log_softmax) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k][j] = v[k][j] - log_offset;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k][j] *= factor;
+    }
+  }
+  if constexpr (kOp == Forward::Dropout) {
+    uint32_t bits[K];
+    keep_bits<K, V>(a.keys, flat0, p, live, bits);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (!((bits[k] >> j) & 1u)) v[k][j] = A(0);
+      }
+    }
+    if (mask_row != nullptr && live) {
+      const bool vectors = reinterpret_cast<uintptr_t>(mask_row) % unsigned(V) == 0;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int col0 = p.chunk(k) * V;
+        if (col0 < limit) store_keep_bytes<V>(mask_row, col0, limit, bits[k], vectors);
+      }
+    }
+  }
+  store_row<T, Y, A, K, V>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
+}
+
+// The thread's exps relative to its own maximum, folded into a (max, sum) partial; v becomes
+// the exps unless log-softmax or statistics need only the sum.
+template <class A, int K, int V>
+struct OwnPartial {
+  A max;   // the thread's maximum (-inf when it holds only -inf or padding)
+  A to_m;  // Shift::to_m
+  A m;     // Shift::m
+};
+
+template <class A, int K, int V>
+__device__ __forceinline__ OwnPartial<A, K, V> fold_exps(A (&v)[K][V], bool keep_exps, Weighted<A, 1>& part) {
+  A m = A(-INFINITY);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) m = fmax_(m, v[k][j]);
+  }
+  const Shift<A> sh(m);
+  A s = A(0);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const A e = sh.exp(v[k][j]);
+      s += e;
+      if (keep_exps) v[k][j] = e;
+    }
+  }
+  part = Weighted<A, 1>{m, {s * sh.to_m}};
+  return {m, sh.to_m, sh.m};
+}
+
+// Threads per block the register kernels are compiled for (segment kernels run 256-thread blocks),
+// and the resident segment blocks their registers leave room for: three when a thread holds at
+// most 16 registers of row data, two beyond.
+__host__ __device__ constexpr int register_block_limit(bool block, int /*k*/) { return block ? 1024 : 256; }
+__host__ __device__ constexpr int segment_min_blocks(bool block, int data_registers) {
+  return block ? 1 : data_registers > 16 ? 2 : 3;
+}
+
+template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock>
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_forward(ForwardArgs a, RowShape shape) {
+  constexpr int V = kChunkElems<T>;
+  using Part = Weighted<A, 1>;
+  __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
+  RowWalk<K, R, kBlock> walk(shape);
+  const int64_t rows = shape.rows;
+  const int cols = shape.cols;
+  const bool keep_exps = kOp != Forward::Stats && !a.log_softmax;
+  int gen = 0;
+  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+    A v[R][K][V];
+    Part part[R];
+    OwnPartial<A, K, V> own[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      load_values<T, A, K, V>(a.x, a.x_end, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place,
+                              A(-INFINITY), v[r]);
+    }
+    if constexpr (kOp == Forward::FromStats) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int64_t row = walk.row(r);
+        const bool live = row < rows;
+        const A M = live ? A(a.row_max[row]) : A(0), S = live ? A(a.row_sumexp[row]) : A(1);
+        const Shift<A> sh(M);
+        if (!a.log_softmax) {
+#pragma unroll
+          for (int k = 0; k < K; ++k) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) v[r][k][j] = sh.exp(v[r][k][j]);
+          }
+        }
+        const A factor = sh.to_m / S;
+        const A log_offset = a.log_softmax ? M + log(S) : A(0);
+        const int64_t first = (live ? row : 0) * int64_t(cols);
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], factor, log_offset);
+      }
+      continue;
+    }
+    // Each row's max M, sum S = sum exp(x - M), and what turns a held value into y.
+    A M[R], S[R], factor[R];
+    if constexpr (!kBlock) {
+      // A segment takes the row max first (shuffles are cheap), so every exp is relative to it.
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        A m = A(-INFINITY);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) m = fmax_(m, v[r][k][j]);
+        }
+        M[r] = lanes_max(m, shape.width);
+        const Shift<A> sh(M[r]);
+        A sum = A(0);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const A e = sh.exp(v[r][k][j]);
+            sum += e;
+            if (keep_exps) v[r][k][j] = e;
+          }
+        }
+        sum = lanes_sum(sum, shape.width);
+        S[r] = sum * sh.to_m;
+        factor[r] = A(1) / sum;  // the fast form's 2^delta cancels between e and sum
+      }
+    } else {
+      // A block (or cluster) saves a barrier: each thread's partial is relative to its own max.
+#pragma unroll
+      for (int r = 0; r < R; ++r) own[r] = fold_exps<A, K, V>(v[r], keep_exps, part[r]);
+      block_reduce(part, scratch, gen, shape.cluster);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        M[r] = part[r].m;
+        S[r] = part[r].s[0];
+        // A thread whose elements are all -inf (or padding) outputs zeros, or NaN when the
+        // whole row is -inf (S = 0).
+        factor[r] = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M[r])) / S[r];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = walk.row(r);
+      const bool live = row < rows;
+      if constexpr (kOp == Forward::Stats) {
+        const bool writer = kBlock ? (threadIdx.x == 0 && walk.rank == 0) : walk.place.lane == 0;
+        if (live && writer) {
+          a.row_max[row] = static_cast<float>(M[r]);
+          a.row_sumexp[row] = static_cast<float>(S[r]);
+        }
+      } else {
+        A f = factor[r], log_offset = A(0);
+        if (a.log_softmax) log_offset = M[r] + log(S[r]);
+        if constexpr (kOp == Forward::Dropout) f *= A(a.keys.scale);
+        const int64_t first = (live ? row : 0) * int64_t(cols);
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], f, log_offset);
+      }
+    }
+  }
+  if constexpr (kBlock) {
+    if (shape.cluster > 1) cluster_barrier();  // no block leaves while a peer may read its scratch
+  }
+}
+
+// ---- split rows ---------------------------------------------------------------------------------
+
+constexpr int kSplitThreads = 256;
+constexpr int kSplitK = 4;                                // chunks per thread per tile
+constexpr int64_t kSplitTile = int64_t(kSplitThreads) * kSplitK;  // chunks per tile
+
+// One launch's share of the waves (see the header comment).
+struct SplitWave {
+  int64_t stats_row0;  // first row whose partials this launch computes
+  int stats_rows;      // 0: no stats role in this launch
+  void* stats_out;     // [stats_rows][parts] partials
+  int64_t norm_row0;   // first row this launch normalises
+  int norm_rows;       // 0: no normalisation role
+  const void* norm_in;
+};
+
+struct SplitShape {
+  int64_t part_chunks;  // logical chunks per part, a multiple of kSplitTile
+  int parts;
+};
+
+// The tile of a part that starts at chunk t of `row`: pointers moved to its first column.
+struct SplitTile {
+  int64_t col0;  // first column
+  int limit;     // columns of the tile that belong to the part and the row
+};
+
+template <class T, class Y, class A, Forward kOp>
+__global__ void __launch_bounds__(kSplitThreads, 2) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
+  constexpr int V = kChunkElems<T>;
+  constexpr int K = kSplitK;
+  using Part = Weighted<A, 1>;
+  __shared__ BlockScratch<Part, 1> scratch;
+  const int64_t cols = a.cols;
+  const int64_t chunks = (cols + V - 1) / V;
+  const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
+  const bool stats_role = blockIdx.x < stats_blocks;
+  const int64_t b = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
+  const int part_index = int(b % sp.parts);
+  const int64_t row = (stats_role ? w.stats_row0 : w.norm_row0) + b / sp.parts;
+  const int64_t begin = part_index * sp.part_chunks;
+  const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
+  const int64_t part_cols_end = end * V < cols ? end * V : cols;  // first column of the next part
+  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+
+  if (stats_role) {
+    Part acc{A(-INFINITY), {A(0)}};
+    for (int64_t t = begin; t < end; t += kSplitTile) {
+      const int64_t col0 = t * V;
+      const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
+      A v[K][V];
+      load_values<T, A, K, V>(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY), v);
+      Part tile;
+      fold_exps<A, K, V>(v, false, tile);
+      acc = merge(acc, tile);
+    }
+    Part red[1] = {acc};
+    block_reduce(red, scratch, 0, 1);
+    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
+    return;
+  }
+
+  // Normalise: merge the row's partials (the same order in every block of the row), then the
+  // part again, last tile first (the most recently read, the likeliest still in L2).
+  A M, S;
+  if constexpr (kOp == Forward::FromStats) {
+    M = A(a.row_max[row]);
+    S = A(a.row_sumexp[row]);
+  } else {
+    Part acc{A(-INFINITY), {A(0)}};
+    const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
+    for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
+    Part red[1] = {acc};
+    block_reduce(red, scratch, 0, 1);
+    M = red[0].m, S = red[0].s[0];
+  }
+  if constexpr (kOp == Forward::Stats) {
+    if (part_index == 0 && threadIdx.x == 0) {
+      a.row_max[row] = static_cast<float>(M);
+      a.row_sumexp[row] = static_cast<float>(S);
+    }
+    return;
+  }
+  const Shift<A> sh(M);
+  A factor = sh.to_m / S;
+  if constexpr (kOp == Forward::Dropout) factor *= A(a.keys.scale);
+  const A log_offset = a.log_softmax ? M + log(S) : A(0);
+  const int64_t last = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
+  for (int64_t t = last; t >= begin; t -= kSplitTile) {
+    const int64_t col0 = t * V;
+    const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
+    A v[K][V];
+    load_values<T, A, K, V>(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY), v);
+    if (!a.log_softmax) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
+      }
+    }
+    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, v, factor, log_offset);
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

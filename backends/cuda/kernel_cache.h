@@ -1,0 +1,18 @@
+// Facts about compiled kernels that the launches need on every call and the runtime is slow to
+// answer: resident blocks per device, and the one-time opt-in to clusters of 16 blocks. Asked
+// once per (kernel, device, block size) and cached.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backends/backend.h"
+
+namespace softmax_internal {
+
+// Blocks of `threads` threads of `kernel` resident at once on the whole device (>= 1).
+Outcome resident_blocks(const void* kernel, int device, int threads, int sm_count, int* blocks);
+
+// Lets `kernel` launch clusters of more than 8 blocks (a kernel-wide attribute, set once).
+Outcome allow_large_clusters(const void* kernel, int device);
+
+}  // namespace softmax_internal

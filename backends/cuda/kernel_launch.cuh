@@ -1,0 +1,180 @@
+// Launching a plan: the grid of a register-row kernel (with its cluster attribute), and the
+// waves of a split-row kernel with their stream-ordered workspace. Host code, shared by the
+// per-operation launch files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/cuda_outcome.h"
+#include "backends/cuda/device_limits.h"
+#include "backends/cuda/forward_kernels.cuh"
+#include "backends/cuda/kernel_cache.h"
+#include "backends/cuda/launch_plan.h"
+#include "backends/cuda/workspace_pool.h"
+
+namespace softmax_internal {
+
+struct LaunchEnv {
+  cudaStream_t stream;
+  int device;
+  const DeviceLimits* limits;
+};
+
+namespace launch_detail {
+
+constexpr unsigned kSegmentThreads = 256;
+// Segment kernels run at most this many waves of resident blocks and loop over the remaining
+// rows (measured on the H200 with the previous warp kernel: 8 waves beat 1-4 and an uncapped
+// grid at 32-512 columns by 3-10%). Block and cluster kernels take a group of rows per block.
+constexpr int64_t kSegmentWaves = 8;
+constexpr int64_t kMaxBlockGroups = int64_t{1} << 20;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace launch_detail
+
+// Launches kernel(args, shape) for `plan` (segment, block or cluster).
+template <class Args>
+Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args& args, int64_t rows, int64_t cols,
+                        const Plan& plan, const LaunchEnv& env, const char* name) {
+  using namespace launch_detail;
+  cuda_kernels::RowShape shape{rows, static_cast<int>(cols), plan.width, plan.cluster};
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  cfg.stream = env.stream;
+  if (plan.strategy == Strategy::Segment) {
+    const int64_t rows_per_block = int64_t(kSegmentThreads / 32) * (32 / plan.width) * plan.r;
+    int resident = 0;
+    if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, kSegmentThreads,
+                                    env.limits->sm_count, &resident);
+        !o.good())
+      return o;
+    cfg.blockDim = dim3(kSegmentThreads);
+    cfg.gridDim = dim3(static_cast<unsigned>(std::min(ceil_div(rows, rows_per_block), resident * kSegmentWaves)));
+  } else {
+    const int64_t groups = std::min(ceil_div(rows, plan.r), kMaxBlockGroups);
+    cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
+    cfg.gridDim = dim3(static_cast<unsigned>(groups * plan.cluster));
+    if (plan.cluster > 1) {
+      if (plan.cluster > 8) {
+        if (Outcome o = allow_large_clusters(reinterpret_cast<const void*>(kernel), env.device); !o.good()) return o;
+      }
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+    }
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args, shape);
+  if (err != cudaSuccess) return cuda_failure(name, err);
+  return cuda_launch_outcome(name);
+}
+
+// Launches a split-row kernel over all rows in waves (see forward_kernels.cuh): parts per row
+// from the row length and the device alone (so a row's sums never depend on its batch), waves
+// of rows that fit in half of L2 (`bytes_per_col` is what one column reads), partials
+// double-buffered by wave parity. Without a stats role (`reduce` false: the statistics are
+// given) every launch only normalises.
+template <class Part, class Args>
+Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels::SplitWave), const Args& args,
+                     int64_t rows, int64_t cols, int chunk_elems, int tile_chunks, int64_t bytes_per_col, bool reduce,
+                     const LaunchEnv& env, const char* name) {
+  using namespace launch_detail;
+  const DeviceLimits& dev = *env.limits;
+  int resident = 0;
+  if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, cuda_kernels::kSplitThreads,
+                                  dev.sm_count, &resident);
+      !o.good())
+    return o;
+  const int64_t chunks = ceil_div(cols, chunk_elems);
+  const int64_t tiles = ceil_div(chunks, tile_chunks);
+  int64_t parts = std::clamp<int64_t>(resident, 1, tiles);
+  const int64_t part_chunks = ceil_div(tiles, parts) * tile_chunks;
+  parts = ceil_div(chunks, part_chunks);
+  const int64_t row_bytes = cols * bytes_per_col;
+  const int64_t l2_budget = static_cast<int64_t>(dev.l2_bytes) / 2;
+  int64_t wave_rows = rows * row_bytes <= l2_budget ? rows : std::max<int64_t>(1, l2_budget / row_bytes);
+  wave_rows = std::min<int64_t>(wave_rows, std::max<int64_t>(1, (int64_t{1} << 30) / parts));
+  const int64_t waves = ceil_div(rows, wave_rows);
+  const cuda_kernels::SplitShape sp{part_chunks, static_cast<int>(parts)};
+
+  if (!reduce) {
+    Outcome result = Outcome::ok();
+    for (int64_t k = 0; k < waves && result.good(); ++k) {
+      cuda_kernels::SplitWave w{};
+      w.norm_row0 = k * wave_rows;
+      w.norm_rows = static_cast<int>(std::min(wave_rows, rows - w.norm_row0));
+      kernel<<<static_cast<unsigned>(w.norm_rows * parts), cuda_kernels::kSplitThreads, 0, env.stream>>>(args, sp, w);
+      result = cuda_launch_outcome(name);
+    }
+    return result;
+  }
+
+  const size_t per_wave = static_cast<size_t>(wave_rows * parts);
+  Part* partials = nullptr;
+  if (Outcome o = workspace_alloc(env.device, 2 * per_wave * sizeof(Part), env.stream,
+                                  reinterpret_cast<void**>(&partials));
+      !o.good())
+    return o;
+  Outcome result = Outcome::ok();
+  for (int64_t k = 0; k <= waves && result.good(); ++k) {
+    cuda_kernels::SplitWave w{};
+    if (k < waves) {
+      w.stats_row0 = k * wave_rows;
+      w.stats_rows = static_cast<int>(std::min(wave_rows, rows - w.stats_row0));
+      w.stats_out = partials + (k & 1) * per_wave;
+    }
+    if (k >= 1) {
+      w.norm_row0 = (k - 1) * wave_rows;
+      w.norm_rows = static_cast<int>(std::min(wave_rows, rows - w.norm_row0));
+      w.norm_in = partials + ((k - 1) & 1) * per_wave;
+    }
+    const int64_t blocks = (int64_t{w.stats_rows} + w.norm_rows) * parts;
+    kernel<<<static_cast<unsigned>(blocks), cuda_kernels::kSplitThreads, 0, env.stream>>>(args, sp, w);
+    result = cuda_launch_outcome(name);
+  }
+  // Freed in stream order even after a failed launch, so the pool never leaks.
+  const cudaError_t free_err = workspace_free(partials, env.stream);
+  if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
+  return result;
+}
+
+// Runs l.template segment<K, R>(plan) for the instantiated segment shape with K == plan.k
+// (K * R = KMAX; a reduced family has only the smallest and largest K).
+template <int KMAX, bool kFull, class L, int K = 1>
+Outcome for_segment_shape(const Plan& plan, const L& l) {
+  if constexpr (K > KMAX) {
+    return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
+                         "no segment kernel holds " + std::to_string(plan.k) + " chunks per thread");
+  } else {
+    if constexpr (kFull || K == 1 || K == KMAX) {
+      if (plan.k == K) return l.template segment<K, KMAX / K>(plan);
+    }
+    return for_segment_shape<KMAX, kFull, L, K * 2>(plan, l);
+  }
+}
+
+// Plans and launches one kernel family: l provides segment<K, R>(plan), block(plan), split().
+template <int kChunkElems, int kArrays, bool kFull, class L>
+Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
+  constexpr int KMAX = max_chunks(kChunkElems, kArrays);
+  Plan plan;
+  if (Outcome o = make_plan(cols, kChunkElems, kernel_family(kChunkElems, kArrays, kFull), *env.limits, &plan);
+      !o.good())
+    return o;
+  switch (plan.strategy) {
+    case Strategy::Segment: return for_segment_shape<KMAX, kFull>(plan, l);
+    case Strategy::Block:
+    case Strategy::Cluster: return l.block(plan);
+    case Strategy::Split: break;
+  }
+  return l.split();
+}
+
+}  // namespace softmax_internal

@@ -1,0 +1,131 @@
+#include "backends/cuda/launch_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace softmax_internal {
+namespace {
+
+enum class Forced { None, Segment, Block, Cluster, Split };
+
+struct Overrides {
+  Forced strategy = Forced::None;
+  int max_threads = 1024;
+  int max_cluster = 8;  // portable cluster size; 16 needs a non-portable launch
+};
+
+const Overrides& overrides() {
+  static const Overrides o = [] {
+    Overrides r;
+    if (const char* s = std::getenv("SOFTMAX_CUDA_STRATEGY"); s && *s) {
+      if (!std::strcmp(s, "segment")) r.strategy = Forced::Segment;
+      if (!std::strcmp(s, "block")) r.strategy = Forced::Block;
+      if (!std::strcmp(s, "cluster")) r.strategy = Forced::Cluster;
+      if (!std::strcmp(s, "split")) r.strategy = Forced::Split;
+    }
+    if (const char* s = std::getenv("SOFTMAX_CUDA_MAX_THREADS"); s && *s) {
+      const int t = std::atoi(s);
+      if (t >= 32 && t <= 1024 && t % 32 == 0) r.max_threads = t;
+    }
+    if (const char* s = std::getenv("SOFTMAX_CUDA_MAX_CLUSTER"); s && *s) {
+      const int c = std::atoi(s);
+      if (c >= 2 && c <= 16 && (c & (c - 1)) == 0) r.max_cluster = c;
+    }
+    return r;
+  }();
+  return o;
+}
+
+int pow2_at_least(int64_t n) {
+  int p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int round_up32(int64_t n) { return int((n + 31) / 32 * 32); }
+
+bool segment_plan(int64_t chunks, const KernelFamily& f, Plan* p) {
+  for (int i = 0; i < f.segments; ++i) {
+    if (chunks <= int64_t(32) * f.segment_k[i]) {
+      *p = Plan{Strategy::Segment, f.segment_k[i], f.segment_r[i], pow2_at_least(ceil_div(chunks, f.segment_k[i])),
+                0, 1};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
+  const int64_t threads = round_up32(ceil_div(chunks, f.block_k));
+  if (threads > max_threads) return false;
+  *p = Plan{Strategy::Block, f.block_k, 1, 32, int(threads), 1};
+  return true;
+}
+
+// The smallest cluster (at least `min_cluster` blocks) whose blocks hold the row.
+bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int max_cluster, int min_cluster,
+                  Plan* p) {
+  for (int c = min_cluster; c <= max_cluster; c *= 2) {
+    const int64_t threads = round_up32(ceil_div(ceil_div(chunks, c), f.block_k));
+    if (threads <= max_threads) {
+      *p = Plan{Strategy::Cluster, f.block_k, 1, 32, int(threads), c};
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full) {
+  const int kmax = max_chunks(chunk_elems, arrays);
+  KernelFamily f{};
+  for (int k = 1; k <= kmax; k *= 2) {
+    if (!full && k != 1 && k != kmax) continue;
+    f.segment_k[f.segments] = k;
+    f.segment_r[f.segments] = kmax / k;
+    ++f.segments;
+  }
+  f.block_k = kmax;
+  return f;
+}
+
+Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out) {
+  const Overrides& o = overrides();
+  const int64_t chunks = ceil_div(cols, chunk_elems);
+  const int max_threads = o.max_threads;
+  // Clusters need sm_90; 16 blocks need a non-portable launch, which the launch code requests.
+  const int max_cluster = dev.cluster_launch ? o.max_cluster : 1;
+  Plan p;
+  auto refuse = [&](const char* why) {
+    return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
+                         std::string("SOFTMAX_CUDA_STRATEGY forces a strategy that cannot run rows of ") +
+                             std::to_string(cols) + " columns: " + why);
+  };
+  switch (o.strategy) {
+    case Forced::Segment:
+      if (!segment_plan(chunks, family, &p)) return refuse("the row does not fit in one warp's registers");
+      break;
+    case Forced::Block:
+      if (!block_plan(chunks, family, max_threads, &p)) return refuse("the row does not fit in one block's registers");
+      break;
+    case Forced::Cluster:
+      if (max_cluster < 2) return refuse("this device has no thread-block clusters");
+      if (!cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))
+        return refuse("the row does not fit in one cluster's registers");
+      break;
+    case Forced::Split: p = Plan{}; break;
+    case Forced::None:
+      if (!segment_plan(chunks, family, &p) && !block_plan(chunks, family, max_threads, &p) &&
+          !(max_cluster >= 2 && cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))) {
+        p = Plan{};
+      }
+      break;
+  }
+  *out = p;
+  return Outcome::ok();
+}
+
+}  // namespace softmax_internal

@@ -1,0 +1,86 @@
+// The strategy table: one plan per call, from the row length, the operation's kernel family and
+// the device. The plan depends on nothing else (not on the number of rows, not on pointer
+// alignment), so a row gives the same bits whatever batch it comes in and wherever it lies.
+//
+//   segment  a row per segment of 1..32 lanes, several rows per warp     rows up to 32*K chunks
+//   block    a row per block, in registers                              up to threads*K chunks
+//   cluster  a row per cluster of 2..16 blocks (distributed shared memory)
+//   split    rows past on-chip capacity: parts merged through a workspace
+//
+// (a chunk is 16 bytes of the layout type: 4 f32, 8 f16/bf16, 2 f64 columns)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backends/backend.h"
+#include "backends/cuda/device_limits.h"
+
+namespace softmax_internal {
+
+enum class Strategy { Segment, Block, Cluster, Split };
+
+// The name SOFTMAX_CUDA_STRATEGY uses for a strategy.
+inline const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::Segment: return "segment";
+    case Strategy::Block: return "block";
+    case Strategy::Cluster: return "cluster";
+    case Strategy::Split: return "split";
+  }
+  return "?";
+}
+
+// Every thread of a register kernel holds kThreadChunks 16-byte chunks of its row (split between
+// the arrays it holds, e.g. y and dy for the backward): 64 bytes of loads in flight per thread
+// whatever the element size, and few enough registers that 1024-thread blocks do not spill.
+constexpr int kThreadChunks = 4;
+
+// Chunks per thread per array.
+constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks / arrays; }
+
+// The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
+// segment shapes (K chunks per thread per array, R rows per segment at a time, K * R =
+// max_chunks) in increasing K, all of them (full) or the smallest and largest (reduced), and a
+// block kernel of max_chunks.
+struct KernelFamily {
+  int segment_k[4];
+  int segment_r[4];
+  int segments;  // entries used
+  int block_k;
+};
+
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full);
+
+// Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
+// up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
+// which calls must be refused.
+inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays) {
+  const int64_t k = max_chunks(chunk_elems, arrays);
+  switch (s) {
+    case Strategy::Segment: return 32 * k;
+    case Strategy::Block: return 1024 * k;
+    case Strategy::Cluster: return 8 * 1024 * k;
+    case Strategy::Split: break;
+  }
+  return INT64_MAX;
+}
+
+struct Plan {
+  Strategy strategy = Strategy::Split;
+  int k = 0;        // chunks per thread (per array)
+  int r = 1;        // rows per segment (segment) or per block (block, cluster) at a time
+  int width = 32;   // segment lanes
+  int threads = 0;  // block threads (block, cluster)
+  int cluster = 1;  // blocks per row (cluster)
+};
+
+
+// The plan for rows of `cols` columns of a layout with `chunk_elems` columns per chunk.
+// SOFTMAX_CUDA_STRATEGY=segment|block|cluster|split forces a strategy (tests and tuning): a
+// forced strategy that cannot hold the row fails the call with INTERNAL_ERROR and says so,
+// rather than quietly running another. SOFTMAX_CUDA_MAX_THREADS caps block threads (a multiple
+// of 32), SOFTMAX_CUDA_MAX_CLUSTER the cluster size (2..16); both are read once per process.
+Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out);
+
+}  // namespace softmax_internal

@@ -1,0 +1,253 @@
+// The frame every row kernel shares: which rows a thread works on and where in them (two modes),
+// and turning a row's chunks into arithmetic values and back, for every storage type.
+//
+//   segment mode  a row per segment of G lanes (G <= 32), 32/G segments per warp, R rows per
+//                 segment at a time: short rows, no shared memory, no barriers.
+//   block mode    R rows per block, or per cluster of blocks: each warp is a 32-lane segment
+//                 of the row, reductions go through shared memory and, in a cluster,
+//                 distributed shared memory.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <softmax/softmax.h>
+
+#include <cstdint>
+
+#include "backends/cuda/row_layout.cuh"
+#include "backends/cuda/storage.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+// A launch's shape, as the row kernels see it. Rows held on chip are shorter than 2^31 columns.
+struct RowShape {
+  int64_t rows;
+  int cols;
+  int width;    // segment mode: lanes per row (a power of two <= 32); block mode: 32
+  int cluster;  // block mode: blocks per row group (1 = a plain block)
+};
+
+// The rows of one iteration and this thread's place in them.
+template <int K, int R, bool kBlock>
+struct RowWalk {
+  Place place;
+  int64_t base;  // first row of the current iteration's group
+  int in_group;  // offset of this thread's first row in the group
+  int step;      // between this thread's R rows
+  int64_t stride;  // rows between iterations
+  int rank;        // block in the cluster (block mode)
+
+  __device__ __forceinline__ explicit RowWalk(const RowShape& s) {
+    if constexpr (!kBlock) {
+      const int segs = 32 / s.width;
+      const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+      const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
+      place = Place{int(threadIdx.x) & (s.width - 1), s.width, 0};
+      base = warp * segs * R;
+      in_group = int(threadIdx.x & 31) / s.width;
+      step = segs;
+      stride = warps * segs * R;
+      rank = 0;
+    } else {
+      rank = int(blockIdx.x % unsigned(s.cluster));
+      const int warps = int(blockDim.x >> 5);
+      const int segment = rank * warps + int(threadIdx.x >> 5);
+      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32};
+      base = int64_t(blockIdx.x / unsigned(s.cluster)) * R;
+      in_group = 0;
+      step = 1;
+      stride = int64_t(gridDim.x / unsigned(s.cluster)) * R;
+    }
+  }
+  __device__ __forceinline__ int64_t row(int i) const { return base + in_group + i * step; }
+};
+
+// Values of a thread's chunks (storage T, V per chunk), columns >= cols set to `pad`.
+template <class T, class A, int K, int V>
+__device__ __forceinline__ void to_values(const Words (&c)[K], const Place& p, int cols, A pad, A (&v)[K][V]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int col0 = p.chunk(k) * V;
+    const bool full = col0 + V <= cols;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const A x = chunk_get<T, A>(c[k], j);
+      v[k][j] = (full || col0 + j < cols) ? x : pad;
+    }
+  }
+}
+
+// A chunk of V values as 16 bytes of storage type U (16 / V bytes per element).
+template <class U, class A, int V>
+__device__ __forceinline__ Words pack_as(const A (&v)[V]) {
+  Words c = {{0, 0, 0, 0}};
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const uint64_t b = element_bits(v[j], Elem<U>::kDtype);
+    if constexpr (Elem<U>::kBytes == 8) {
+      c.w[2 * j] = uint32_t(b), c.w[2 * j + 1] = uint32_t(b >> 32);
+    } else if constexpr (Elem<U>::kBytes == 4) {
+      c.w[j] = uint32_t(b);
+    } else {
+      c.w[j >> 1] |= uint32_t(b) << (16 * (j & 1));
+    }
+  }
+  return c;
+}
+
+// The thread's chunks of a row stored as U, whose element size differs from the layout's:
+// chunk k is V elements, V * sizeof(U) bytes at column chunk(k) * V; whole vectors when the row
+// start allows them (the same for every chunk), element by element otherwise and at the end.
+template <class U, class A, int K, int V>
+__device__ __forceinline__ void store_resized(char* row, int cols, const Place& p, const A (&v)[K][V]) {
+  constexpr int kBytes = V * Elem<U>::kBytes;  // 4, 8, 32 or 64
+  constexpr int kWords = kBytes / 4;
+  constexpr int kAlign = kBytes < 16 ? kBytes : 16;
+  const bool vectors = reinterpret_cast<uintptr_t>(row) % kAlign == 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int L = p.chunk(k);
+    char* dst = row + int64_t(L) * kBytes;
+    if (vectors && (L + 1) * V <= cols) {
+      uint32_t w[kWords];
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) w[i] = 0;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const uint64_t b = element_bits(v[k][j], Elem<U>::kDtype);
+        if constexpr (Elem<U>::kBytes == 8) {
+          w[2 * j] = uint32_t(b), w[2 * j + 1] = uint32_t(b >> 32);
+        } else if constexpr (Elem<U>::kBytes == 4) {
+          w[j] = uint32_t(b);
+        } else {
+          w[j >> 1] |= uint32_t(b) << (16 * (j & 1));
+        }
+      }
+      if constexpr (kBytes >= 16) {
+#pragma unroll
+        for (int q = 0; q < kBytes / 16; ++q) store16(dst + 16 * q, Words{{w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]}});
+      } else if constexpr (kBytes == 8) {
+        store8(dst, w[0], w[1]);
+      } else {
+        store4(dst, w[0]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (L * V + j < cols) store_element(dst + j * Elem<U>::kBytes, element_bits(v[k][j], Elem<U>::kDtype), Elem<U>::kBytes);
+      }
+    }
+  }
+}
+
+// Writes a thread's chunks of values to a row stored as Y. A Y of the layout's element size
+// goes through the realigning store (every lane of the warp calls this together).
+template <class T, class Y, class A, int K, int V>
+__device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
+  char* row = static_cast<char*>(row_ptr);
+  if constexpr (Elem<Y>::kBytes == Elem<T>::kBytes) {
+    Words c[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+    store_chunks<K, Elem<T>::kBytes>(row, cols, live, p, c);
+  } else {
+    if (live) store_resized<Y, A, K, V>(row, cols, p, v);
+  }
+}
+
+// One element of storage type t at p, as A.
+template <class A>
+__device__ __forceinline__ A load_as(const void* p, softmax_dtype t) {
+  switch (t) {
+    case SOFTMAX_DTYPE_F64: return static_cast<A>(*static_cast<const double*>(p));
+    case SOFTMAX_DTYPE_F32: return static_cast<A>(*static_cast<const float*>(p));
+    case SOFTMAX_DTYPE_F16: return static_cast<A>(__half2float(*static_cast<const __half*>(p)));
+    case SOFTMAX_DTYPE_BF16: return static_cast<A>(__bfloat162float(*static_cast<const __nv_bfloat16*>(p)));
+  }
+  return A(0);
+}
+
+// Values of a thread's chunks of a row stored as `t`, an input whose element size differs from
+// the layout's (chunk k = V elements at column chunk(k) * V); columns >= cols set to `pad`.
+template <class A, int K, int V>
+__device__ __forceinline__ void load_resized(const void* row_ptr, int cols, bool live, softmax_dtype t,
+                                             const Place& p, A pad, A (&v)[K][V]) {
+  const char* row = static_cast<const char*>(row_ptr);
+  const int es = dtype_bytes(t);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int L = p.chunk(k);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int col = L * V + j;
+      v[k][j] = (live && col < cols) ? load_as<A>(row + col * es, t) : pad;
+    }
+  }
+}
+
+// Writes a thread's chunks to a row of run-time type t, element by element (generic kernels).
+template <class A, int K, int V>
+__device__ __forceinline__ void store_generic(void* row_ptr, int cols, bool live, softmax_dtype t, const Place& p,
+                                              const A (&v)[K][V]) {
+  if (!live) return;
+  char* row = static_cast<char*>(row_ptr);
+  const int es = dtype_bytes(t);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int col = p.chunk(k) * V + j;
+      if (col < cols) store_element(row + int64_t(col) * es, element_bits(v[k][j], t), es);
+    }
+  }
+}
+
+template <class T>
+struct Other16;
+template <>
+struct Other16<__half> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct Other16<__nv_bfloat16> {
+  using type = __half;
+};
+
+// A row of an input stored as T (kExact), or as t, which may then also be the other 16-bit type
+// of a 16-bit T; the generic kernels read any t element by element. Every lane of the warp
+// calls this together.
+template <class T, class A, int K, int V, bool kExact = true>
+__device__ __forceinline__ void load_values(const void* base, const char* end, int64_t first, int cols, bool live,
+                                            softmax_dtype t, const Place& p, A pad, A (&v)[K][V]) {
+  if constexpr (kGeneric<T>) {
+    load_resized<A, K, V>(static_cast<const char*>(base) + first * dtype_bytes(t), cols, live, t, p, pad, v);
+  } else {
+    constexpr int kBytes = Elem<T>::kBytes;
+    Words c[K];
+    const RowBytes rb{static_cast<const char*>(base) + first * kBytes, cols * kBytes,
+                      static_cast<const char*>(base), end};
+    load_chunks<K, kBytes>(rb, live, p, c);
+    if constexpr (kBytes == 2 && !kExact) {
+      if (t != Elem<T>::kDtype) {
+        to_values<typename Other16<T>::type, A, K, V>(c, p, cols, pad, v);
+        return;
+      }
+    }
+    to_values<T, A, K, V>(c, p, cols, pad, v);
+  }
+}
+
+// Stores a row of an output of type Y (layout T), or of run-time type t (generic kernels).
+template <class T, class Y, class A, int K, int V>
+__device__ __forceinline__ void store_row(void* base, int64_t first, int cols, bool live, softmax_dtype t,
+                                          const Place& p, const A (&v)[K][V]) {
+  char* row = static_cast<char*>(base) + first * dtype_bytes(t);
+  if constexpr (kGeneric<T>) {
+    store_generic<A, K, V>(row, cols, live, t, p, v);
+  } else {
+    store_values<T, Y, A, K, V>(row, cols, live, p, v);
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

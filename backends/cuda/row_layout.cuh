@@ -1,0 +1,205 @@
+// Where each thread's elements lie in its row, and how they get there and back for any row
+// length and any pointer alignment.
+//
+// A row is cut into logical chunks of 16 bytes of its layout type T (kChunkElems<T> columns):
+// chunk L holds columns [L*V, L*V + V), counted from the row's first column whatever that
+// column's address. Threads form segments of G lanes (G <= 32, a power of two); segment s owns
+// logical chunks [s*K*G, (s+1)*K*G) of its row, lane l holding chunks s*K*G + k*G + l for
+// k = 0..K-1. So which thread holds which column, and so the order of every reduction, depends
+// on the row length alone: a row gives the same bits wherever it sits in the batch and however
+// its pointers are aligned.
+//
+// Memory is only touched with aligned 16-byte vectors, also for rows that start mid-vector
+// (cols not a multiple of V, or pointers offset by some elements). A misaligned row is loaded as
+// the aligned vectors that cover it: lane l loads physical vector L (its own index) and takes
+// the rest of its logical chunk from physical vector L + 1, which its right neighbour loaded
+// (one shuffle per word; the segment's lane 0 loads one extra vector for the segment's last
+// chunk). Stores go the other way: physical vector L + 1 is written whole by the owner of
+// logical chunk L, with its neighbour's chunk; only a segment's first and last vectors and a
+// row's ends are written element by element. Vectors that stick out of the whole array (the
+// first row's head, the last row's tail) are read element by element, so nothing outside the
+// caller's buffers is ever touched.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/storage.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// A thread's place: its lane in its segment, the segment width and the segment's first chunk.
+// Chunk indices are counted from the start of the row (or of a split part's tile) and fit in
+// 32 bits: the row pointers passed along are moved to that start.
+struct Place {
+  int lane;
+  int width;  // G
+  int first;  // s*K*G
+  __device__ __forceinline__ int chunk(int k) const { return first + k * width + lane; }
+};
+
+// Bytes [b, b + 16) of the 32 bytes a ++ c, for b in [0, 16): two select stages and a funnel
+// shift, no indexing by a run-time value (which would move the words to local memory).
+__device__ __forceinline__ Words window16(const Words& a, const Words& c, int b) {
+  const uint32_t w[8] = {a.w[0], a.w[1], a.w[2], a.w[3], c.w[0], c.w[1], c.w[2], c.w[3]};
+  const int q = b >> 2;
+  const uint32_t r = uint32_t(b & 3) * 8u;
+  uint32_t t1[7], t2[5];
+#pragma unroll
+  for (int i = 0; i < 7; ++i) t1[i] = (q & 1) ? w[i + 1] : w[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) t2[i] = (q & 2) ? t1[i + 2] : t1[i];
+  Words out;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out.w[i] = __funnelshift_r(t2[i], t2[i + 1], r);
+  return out;
+}
+
+// Lane l gets `provided` of lane (l + 1) mod G in its segment.
+__device__ __forceinline__ Words from_right(const Words& provided, const Place& p) {
+  Words n;
+  const int src = (p.lane + 1) & (p.width - 1);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) n.w[i] = __shfl_sync(kFullMask, provided.w[i], src, p.width);
+  return n;
+}
+
+// One row of one array, as bytes.
+struct RowBytes {
+  const char* row;    // column 0
+  int bytes;          // cols * element size (from `row` on)
+  const char* begin;  // the whole array, for the vectors that stick out of it
+  const char* end;
+  __device__ __forceinline__ int shift() const { return int(reinterpret_cast<uintptr_t>(row) & 15); }
+};
+
+// The aligned vector at `p` (16-byte aligned), reading only the bytes inside [begin, end)
+// element by element (ES bytes each) when it sticks out of the array.
+template <int ES>
+__device__ __forceinline__ Words load_vector(const char* p, const RowBytes& r) {
+  if (p >= r.begin && p + 16 <= r.end) return load16(p);
+  Words v = {{0, 0, 0, 0}};
+#pragma unroll
+  for (int o = 0; o < 16; o += ES) {
+    if (p + o >= r.begin && p + o < r.end) {
+      const uint64_t e = load_element(p + o, ES);
+      if constexpr (ES == 8) {
+        v.w[o / 4] = uint32_t(e), v.w[o / 4 + 1] = uint32_t(e >> 32);
+      } else if constexpr (ES == 4) {
+        v.w[o / 4] = uint32_t(e);
+      } else {
+        v.w[o / 4] |= uint32_t(e) << (8 * (o & 3));
+      }
+    }
+  }
+  return v;
+}
+
+// The thread's K logical chunks of a row whose element size is ES bytes (16/ES columns per
+// chunk). Chunks past the row come back as zero words; callers mask columns >= cols.
+// Every lane of the warp must call this together (it shuffles), also for rows past the end
+// (pass live = false).
+template <int K, int ES>
+__device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
+  const int sh = live ? r.shift() : 0;
+  const char* base = r.row - sh;
+  const int npv = live ? (r.bytes + sh + 15) >> 4 : 0;  // physical vectors touching the row
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int P = p.chunk(k);
+    out[k] = P < npv ? load_vector<ES>(base + 16 * P, r) : Words{{0, 0, 0, 0}};
+  }
+  if (!__any_sync(kFullMask, sh != 0)) return;
+  const int extra_p = p.first + K * p.width;
+  const Words extra =
+      (p.lane == 0 && extra_p < npv) ? load_vector<ES>(base + 16 * extra_p, r) : Words{{0, 0, 0, 0}};
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const Words provided = p.lane == 0 ? (k + 1 < K ? out[k + 1] : extra) : out[k];
+    const Words next = from_right(provided, p);
+    out[k] = window16(out[k], next, sh);
+  }
+}
+
+// Stores elements [j_begin, j_end) of a logical chunk (raw bits of ES bytes each) whose
+// column is < cols.
+template <int ES>
+__device__ __forceinline__ void store_chunk_elements(char* row, int L, const Words& c, int cols, int j_begin,
+                                                     int j_end) {
+  constexpr int V = 16 / ES;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int col = L * V + j;
+    if (j < j_begin || j >= j_end || col >= cols) continue;
+    uint64_t e;
+    if constexpr (ES == 8) {
+      e = uint64_t(c.w[2 * j]) | uint64_t(c.w[2 * j + 1]) << 32;
+    } else if constexpr (ES == 4) {
+      e = c.w[j];
+    } else {
+      e = (c.w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
+    }
+    store_element(row + col * ES, e, ES);
+  }
+}
+
+// Writes the thread's K logical chunks (raw words, ES-byte elements) to a row of ES-byte
+// elements, for any alignment of the row. Every lane of the warp calls this together.
+template <int K, int ES>
+__device__ __forceinline__ void store_chunks(char* row, int cols, bool live, const Place& p, const Words (&c)[K]) {
+  constexpr int esize = ES;
+  const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & 15) : 0;
+  const int bytes = cols * esize;
+  if (!__any_sync(kFullMask, sh != 0)) {
+    if (!live) return;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int L = p.chunk(k);
+      if (16 * L + 16 <= bytes) {
+        store16(row + 16 * L, c[k]);
+      } else if (16 * L < bytes) {
+        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
+      }
+    }
+    return;
+  }
+  char* base = row - sh;
+  const int head = (16 - sh) / esize;  // elements of a logical chunk in its own physical vector
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int L = p.chunk(k);
+    // Lane 0 hands its chunk to the segment's previous lane; the segment's last chunk has no
+    // right neighbour here.
+    const Words provided = p.lane == 0 ? (k + 1 < K ? c[k + 1] : Words{{0, 0, 0, 0}}) : c[k];
+    const Words next = from_right(provided, p);
+    if (!live || 16 * L >= bytes) continue;
+    if (sh == 0) {  // an aligned row in a warp that also holds misaligned ones
+      if (16 * L + 16 <= bytes) {
+        store16(row + 16 * L, c[k]);
+      } else {
+        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
+      }
+      continue;
+    }
+    const bool has_next = !(k == K - 1 && p.lane == p.width - 1);
+    const bool is_first = k == 0 && p.lane == 0;
+    // Physical vector L (this chunk's head) is written whole by the previous chunk's owner
+    // when that owner is in this segment and the vector lies inside the row.
+    const bool head_by_prev = !is_first && 16 * L - sh >= 0 && 16 * L - sh + 16 <= bytes;
+    if (!head_by_prev) store_chunk_elements<ES>(row, L, c[k], cols, 0, head);
+    // Physical vector L + 1: whole when it lies inside the row and the next chunk is here.
+    const int p1 = 16 * (L + 1) - sh;  // its first byte, relative to the row
+    if (has_next && p1 + 16 <= bytes) {
+      store16(base + 16 * (L + 1), window16(c[k], next, 16 - sh));
+    } else {
+      store_chunk_elements<ES>(row, L, c[k], cols, head, 16 / ES);
+    }
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

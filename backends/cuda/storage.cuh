@@ -1,0 +1,151 @@
+// Storage types on the device: how an element of each softmax_dtype converts to and from the
+// arithmetic type, and explicit global-memory accesses. Rows are moved in 16-byte chunks; the
+// stores are written as vector PTX because the compiler otherwise splits a float4 store whose
+// value went through per-element arithmetic into four 4-byte stores (seen in the SASS of the
+// previous kernels: four STG.E per float4, a quarter of each 32-byte sector per request).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <softmax/softmax.h>
+
+#include <cstdint>
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+// ---- elements ---------------------------------------------------------------------------------
+
+template <class T>
+struct Elem;
+
+template <>
+struct Elem<float> {
+  static constexpr softmax_dtype kDtype = SOFTMAX_DTYPE_F32;
+  static constexpr int kBytes = 4;
+};
+template <>
+struct Elem<__half> {
+  static constexpr softmax_dtype kDtype = SOFTMAX_DTYPE_F16;
+  static constexpr int kBytes = 2;
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static constexpr softmax_dtype kDtype = SOFTMAX_DTYPE_BF16;
+  static constexpr int kBytes = 2;
+};
+template <>
+struct Elem<double> {
+  static constexpr softmax_dtype kDtype = SOFTMAX_DTYPE_F64;
+  static constexpr int kBytes = 8;
+};
+
+// The layout of the generic kernels, which serve every pair of storage types involving f64:
+// chunks of two columns, each element read and written one by one with its run-time type.
+struct AnyDtype {};
+template <>
+struct Elem<AnyDtype> {
+  static constexpr softmax_dtype kDtype = SOFTMAX_DTYPE_F64;
+  static constexpr int kBytes = 8;
+};
+template <class T>
+constexpr bool kGeneric = false;
+template <>
+constexpr bool kGeneric<AnyDtype> = true;
+
+// Elements of T in one 16-byte chunk.
+template <class T>
+constexpr int kChunkElems = 16 / Elem<T>::kBytes;
+
+__host__ __device__ constexpr int dtype_bytes(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64 ? 8 : t == SOFTMAX_DTYPE_F32 ? 4 : 2;
+}
+
+// A 16-byte chunk as four 32-bit words (the unit the realignment shuffles move).
+struct Words {
+  uint32_t w[4];
+};
+
+// Element j of a chunk of T, as the arithmetic type A (f16/bf16 widen exactly).
+template <class T, class A>
+__device__ __forceinline__ A chunk_get(const Words& c, int j) {
+  if constexpr (Elem<T>::kBytes == 8) {
+    const uint64_t bits = uint64_t(c.w[2 * j]) | uint64_t(c.w[2 * j + 1]) << 32;
+    return static_cast<A>(__longlong_as_double(static_cast<long long>(bits)));
+  } else if constexpr (Elem<T>::kBytes == 4) {
+    return static_cast<A>(__uint_as_float(c.w[j]));
+  } else {
+    const uint16_t h = static_cast<uint16_t>(c.w[j >> 1] >> (16 * (j & 1)));
+    if constexpr (Elem<T>::kDtype == SOFTMAX_DTYPE_F16) {
+      return static_cast<A>(__half2float(__ushort_as_half(h)));
+    } else {
+      return static_cast<A>(__uint_as_float(uint32_t(h) << 16));
+    }
+  }
+}
+
+// One element of storage type `t`, rounded to nearest even from v; returned in the low bits.
+template <class A>
+__device__ __forceinline__ uint64_t element_bits(A v, softmax_dtype t) {
+  switch (t) {
+    case SOFTMAX_DTYPE_F64:
+      return static_cast<uint64_t>(__double_as_longlong(static_cast<double>(v)));
+    case SOFTMAX_DTYPE_F32: return __float_as_uint(static_cast<float>(v));
+    case SOFTMAX_DTYPE_F16:
+      if constexpr (sizeof(A) == 8) {
+        return __half_as_ushort(__double2half(v));
+      } else {
+        return __half_as_ushort(__float2half_rn(v));
+      }
+    case SOFTMAX_DTYPE_BF16:
+      if constexpr (sizeof(A) == 8) {
+        return __bfloat16_as_ushort(__double2bfloat16(v));
+      } else {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      }
+  }
+  return 0;
+}
+
+// ---- global memory ----------------------------------------------------------------------------
+
+__device__ __forceinline__ Words load16(const void* p) {
+  const uint4 q = *static_cast<const uint4*>(p);
+  return Words{{q.x, q.y, q.z, q.w}};
+}
+
+__device__ __forceinline__ void store16(void* p, const Words& c) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.w[0]), "r"(c.w[1]),
+               "r"(c.w[2]), "r"(c.w[3])
+               : "memory");
+}
+
+__device__ __forceinline__ void store8(void* p, uint32_t a, uint32_t b) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(a), "r"(b) : "memory");
+}
+
+__device__ __forceinline__ void store4(void* p, uint32_t a) {
+  asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(a) : "memory");
+}
+
+// One element of `bytes` bytes (1, 2, 4 or 8), from/to the low bits.
+__device__ __forceinline__ uint64_t load_element(const void* p, int bytes) {
+  switch (bytes) {
+    case 1: return *static_cast<const uint8_t*>(p);
+    case 2: return *static_cast<const uint16_t*>(p);
+    case 4: return *static_cast<const uint32_t*>(p);
+    default: return *static_cast<const uint64_t*>(p);
+  }
+}
+__device__ __forceinline__ void store_element(void* p, uint64_t v, int bytes) {
+  switch (bytes) {
+    case 1: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
+    case 2: *static_cast<uint16_t*>(p) = static_cast<uint16_t>(v); break;
+    case 4: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(v); break;
+    default: *static_cast<uint64_t*>(p) = v; break;
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal

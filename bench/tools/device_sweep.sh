@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Strategy sweep on a GPU machine: gpu_sweep.py once per setting of the strategy knobs, over a
+# list of cases, logs under $OUT. The cases are ~2^26 elements each (enough to fill an H200 for
+# tens of microseconds per pass); the benchmark proper uses 1 GiB.
+#
+#   LIB=build/libsoftmax.so.0 OUT=out CASES=default|NAME CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
+#     bash bench/tools/device_sweep.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+OUT=${OUT:-sweep-out}
+LIB=${LIB:?path to libsoftmax.so}
+mkdir -p "$OUT"
+
+rows() {  # rows for about 2^26 elements of `cols` columns
+  local c=$1 r
+  r=$(( (1 << 26) / c ))
+  [ "$r" -lt 1 ] && r=1
+  echo "$r"
+}
+cases_for() {  # op dtype cols... -> op:dtype:RxC,...
+  local op=$1 dt=$2
+  shift 2
+  local c out=""
+  for c in "$@"; do
+    local off=""
+    case $c in *+*) off="+${c#*+}"; c=${c%+*};; esac
+    out+="$op:$dt:$(rows "$c")x$c$off,"
+  done
+  echo "${out%,}"
+}
+
+case ${CASES:-default} in
+  default)
+    CASES_LIST=$(IFS=,; echo "$(cases_for rows f32 32 128 1000 1024 2048 4096 4097 4096+1 8191 8192 16384 32001 32768 65536 100003 131072 262144 1048576 67108864),$(cases_for rows bf16 32 1024 2050 4096 4096+1 8196 16384 32001 65536 131072),$(cases_for dropout f32 128 1024 4096 4097 32768),$(cases_for dropout3 f32 1024 4096),$(cases_for dropout bf16 1024 4096),$(cases_for bwd f32 1024 4096 32768 131072),$(cases_for bwd bf16 4096),$(cases_for dbwd f32 1024 4096 32768),$(cases_for mixed bf16 1024 4096 32768),$(cases_for stats f32 4096 100003),$(cases_for log f32 1024 32768)")
+    ;;
+  mid)
+    CASES_LIST=$(cases_for rows f32 2048 4096 8192 16384 32768 65536 131072),$(cases_for rows bf16 2048 4096 8192 16384 32768 65536)
+    ;;
+  *)
+    CASES_LIST=$CASES
+    ;;
+esac
+
+for config in ${CONFIGS:-default}; do
+  name=${config%%=*}
+  vars=""
+  [ "$config" != "$name" ] && vars=${config#*=}
+  echo "== $name ${vars}"
+  env $(echo "$vars" | tr ',' ' ') python3 bench/tools/gpu_sweep.py --lib "$LIB" --cases "$CASES_LIST" \
+    ${TORCH:+--torch} --reps "${REPS:-15}" --json "$OUT/sweep_$name.json" 2>&1 | tee "$OUT/sweep_$name.log"
+done

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Times libsoftmax's CUDA backend on many shapes in one process, next to a same-size copy and
+eager torch on the same tensors, and checks every result against float64 first. A tuning tool:
+the strategy knobs (SOFTMAX_CUDA_STRATEGY, SOFTMAX_CUDA_MAX_THREADS, SOFTMAX_CUDA_MAX_CLUSTER)
+are read once per process, so run it once per setting.
+
+    python3 bench/tools/gpu_sweep.py --lib build/libsoftmax.so --cases rows:f32:1000x4097,bwd:bf16:512x8192+1 \
+        [--torch] [--json out.json]
+
+A case is op:dtype:ROWSxCOLS[+OFFSET], op one of rows, log, dropout, dropout3 (offset 3), bwd,
+dbwd (dropout backward), mixed (bf16 x -> f32 y), stats; +OFFSET shifts x and y (and dy) by that
+many elements. GB/s counts every array read and written once.
+"""
+import argparse
+import ctypes
+import json
+import sys
+
+import torch
+
+DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
+CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3}
+FLAG_LOG, FLAG_Y_DTYPE = 1, 2
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("backend", ctypes.c_int), ("flags", ctypes.c_uint32),
+                ("stream", ctypes.c_void_p), ("num_threads", ctypes.c_int32), ("y_dtype", ctypes.c_int)]
+
+
+def load(path):
+    lib = ctypes.CDLL(path)
+    p, i64, i32, f32, u64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_uint64
+    o = ctypes.POINTER(Options)
+    sig = {
+        "softmax_rows": [p, p, i64, i64, i32, o],
+        "softmax_dropout": [p, p, p, i64, i64, i32, f32, u64, u64, o],
+        "softmax_rows_backward": [p, p, p, i64, i64, i32, o],
+        "softmax_dropout_backward": [p, p, p, i64, i64, i32, f32, u64, u64, o],
+        "softmax_row_stats": [p, p, p, i64, i64, i32, o],
+    }
+    for name, args in sig.items():
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = ctypes.c_int
+    lib.softmax_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def opts(flags=0, y_dtype=0):
+    return Options(ctypes.sizeof(Options), 2, flags, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 0,
+                   y_dtype)
+
+
+def check(lib, status):
+    if status != 0:
+        raise RuntimeError("libsoftmax status %d: %s" % (status, lib.softmax_last_error().decode()))
+
+
+def buffers(n, dtype, offset, count):
+    """`count` tensors of n elements, each starting `offset` elements into its own allocation."""
+    return [torch.empty(n + offset, dtype=dtype, device="cuda")[offset:] for _ in range(count)]
+
+
+def median_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def run_case(lib, spec, reps, with_torch):
+    op, dname, shape = spec.split(":")
+    offset = 0
+    if "+" in shape:
+        shape, off = shape.split("+")
+        offset = int(off)
+    rows, cols = (int(v) for v in shape.split("x"))
+    dt = DT[dname]
+    n = rows * cols
+    x, y = buffers(n, dt, offset, 2)
+    x.copy_(torch.randn(n, device="cuda", dtype=torch.float32).to(dt) * 3)
+    x2, y2 = x.view(rows, cols), y.view(rows, cols)
+    es = x.element_size()
+    seed, p = 1234, 0.1
+    if op in ("rows", "log"):
+        flags = FLAG_LOG if op == "log" else 0
+        o = opts(flags)
+        call = lambda: lib.softmax_rows(x.data_ptr(), y.data_ptr(), rows, cols, CODE[dt], ctypes.byref(o))
+        check(lib, call())
+        ref = (torch.log_softmax if op == "log" else torch.softmax)(x2.double(), -1)
+        err = ((y2.double() - ref).abs() / (ref.abs() + 1e-30 if op != "log" else 1.0)).nan_to_num(0).max().item() if op != "log" \
+            else (y2.double() - ref).abs().max().item()
+        moved = 2 * n * es
+        eager = (lambda: torch.log_softmax(x2, -1)) if op == "log" else (lambda: torch.softmax(x2, -1))
+    elif op == "mixed":
+        yf = buffers(n, torch.float32, offset, 1)[0]
+        o = opts(FLAG_Y_DTYPE, 0)
+        call = lambda: lib.softmax_rows(x.data_ptr(), yf.data_ptr(), rows, cols, CODE[dt], ctypes.byref(o))
+        check(lib, call())
+        ref = torch.softmax(x2.double(), -1)
+        err = ((yf.view(rows, cols).double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
+        moved = n * es + n * 4
+        eager = lambda: torch.softmax(x2, -1, dtype=torch.float32)
+    elif op in ("dropout", "dropout3"):
+        off = 3 if op == "dropout3" else 8
+        o = opts()
+        call = lambda: lib.softmax_dropout(x.data_ptr(), y.data_ptr(), None, rows, cols, CODE[dt], p, seed, off,
+                                           ctypes.byref(o))
+        check(lib, call())
+        ref = torch.softmax(x2.double(), -1) / (1 - p)
+        kept = y2 != 0
+        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(1e-30))[kept].max().item()
+        moved = 2 * n * es
+        eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1), p)
+    elif op == "bwd":
+        s, dy, dx = buffers(n, dt, offset, 3)
+        s.copy_(torch.softmax(x2.float(), -1).to(dt).view(-1))
+        dy.copy_(torch.randn(n, device="cuda").to(dt))
+        o = opts()
+        call = lambda: lib.softmax_rows_backward(s.data_ptr(), dy.data_ptr(), dx.data_ptr(), rows, cols, CODE[dt],
+                                                 ctypes.byref(o))
+        check(lib, call())
+        sd, dyd = s.view(rows, cols).double(), dy.view(rows, cols).double()
+        ref = sd * (dyd - (sd * dyd).sum(-1, keepdim=True))
+        err = ((dx.view(rows, cols).double() - ref).abs().max() / ref.abs().max()).item()
+        moved = 3 * n * es
+        s2, dy2 = s.view(rows, cols), dy.view(rows, cols)
+        eager = lambda: torch.ops.aten._softmax_backward_data(dy2, s2, -1, dt)
+    elif op == "dbwd":
+        dy, dx = buffers(n, dt, offset, 2)
+        dy.copy_(torch.randn(n, device="cuda").to(dt))
+        o = opts()
+        call = lambda: lib.softmax_dropout_backward(x.data_ptr(), dy.data_ptr(), dx.data_ptr(), rows, cols, CODE[dt],
+                                                    p, seed, 8, ctypes.byref(o))
+        check(lib, call())
+        mask = torch.empty(n, dtype=torch.uint8, device="cuda")
+        check(lib, lib.softmax_dropout(x.data_ptr(), y.data_ptr(), mask.data_ptr(), rows, cols, CODE[dt], p, seed, 8,
+                                       ctypes.byref(o)))
+        sd = torch.softmax(x2.double(), -1)
+        g = dy.view(rows, cols).double() * mask.view(rows, cols).double() / (1 - p)
+        ref = sd * (g - (sd * g).sum(-1, keepdim=True))
+        err = ((dx.view(rows, cols).double() - ref).abs().max() / ref.abs().max()).item()
+        moved = 3 * n * es
+        eager = None
+    elif op == "stats":
+        mx, se = torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda")
+        o = opts()
+        call = lambda: lib.softmax_row_stats(x.data_ptr(), mx.data_ptr(), se.data_ptr(), rows, cols, CODE[dt],
+                                             ctypes.byref(o))
+        check(lib, call())
+        xd = x2.double()
+        m = xd.max(-1).values
+        err = max((mx.double() - m).abs().max().item(),
+                  ((se.double() - (xd - m[:, None]).exp().sum(-1)) / se.double()).abs().max().item())
+        moved = n * es
+        eager = None
+    else:
+        raise SystemExit("unknown op " + op)
+    ms = median_ms(lambda: check(lib, call()), reps)
+    src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = median_ms(lambda: dst.copy_(src), reps)
+    copy_gbps = 2 * (moved // 2) / copy_ms / 1e6
+    gbps = moved / ms / 1e6
+    row = {"case": spec, "ms": ms, "gbps": gbps, "copy_gbps": copy_gbps, "pct_copy": 100 * gbps / copy_gbps,
+           "err": err}
+    if with_torch and eager is not None:
+        row["torch_gbps"] = moved / median_ms(eager, reps) / 1e6
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    lib = load(a.lib)
+    out = []
+    for spec in a.cases.split(","):
+        try:
+            r = run_case(lib, spec, a.reps, a.torch)
+        except Exception as e:  # one failing case must not hide the others
+            r = {"case": spec, "error": str(e)}
+        out.append(r)
+        if "error" in r:
+            print("%-28s ERROR %s" % (spec, r["error"]), flush=True)
+        else:
+            print("%-28s %9.3f ms %7.0f GB/s %5.1f%% of copy  err %.1e%s" % (
+                spec, r["ms"], r["gbps"], r["pct_copy"], r["err"],
+                "  torch %6.0f" % r["torch_gbps"] if "torch_gbps" in r else ""), flush=True)
+        torch.cuda.empty_cache()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
