@@ -8,10 +8,11 @@
 
 int main(void) {
   printf("sizeof=%zu alignof=%zu struct_size=%zu backend=%zu flags=%zu stream=%zu "
-         "num_threads=%zu sizeof_enum=%zu\n",
+         "num_threads=%zu y_dtype=%zu sizeof_enum=%zu options_max_size=%u\n",
          sizeof(softmax_options), _Alignof(softmax_options),
          offsetof(softmax_options, struct_size), offsetof(softmax_options, backend),
          offsetof(softmax_options, flags), offsetof(softmax_options, stream),
-         offsetof(softmax_options, num_threads), sizeof(softmax_status));
+         offsetof(softmax_options, num_threads), offsetof(softmax_options, y_dtype),
+         sizeof(softmax_status), (unsigned)SOFTMAX_OPTIONS_MAX_SIZE);
   return 0;
 }

@@ -21,6 +21,18 @@ def main():
     logp = softmax.rows(x, log=True)
     print("log_softmax(x) row 0:", logp[0])
 
+    # The gradient of sum(w * softmax(x)) with respect to x, from the forward's output y.
+    w = np.array([1, 0, 0, 0], dtype=np.float32)
+    dx = softmax.softmax_backward(y, np.broadcast_to(w, y.shape))
+    print("d sum(w * softmax(x)) / dx:\n", dx)
+    assert np.allclose(dx, y * (w - y[:, :1]), atol=1e-6), "gradient differs from y * (w - y . w)"
+    assert np.allclose(dx.sum(axis=1), 0.0, atol=1e-6), "softmax gradients sum to 0 per row"
+
+    # Any shape and axis; the result may be stored in another type (here float16).
+    cube = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    cols = softmax.softmax(cube, axis=1, dtype="float16")
+    assert cols.dtype == np.float16 and np.allclose(cols.sum(axis=1), 1.0, atol=2e-3)
+
     z, keep = softmax.dropout(x, p=0.5, seed=42, offset=0, return_mask=True)
     print("dropout p=0.5 mask:\n", keep)
     assert (z[keep == 0] == 0).all(), "a dropped element is not zero"

@@ -23,6 +23,7 @@ class Options(ctypes.Structure):
         ("flags", ctypes.c_uint32),
         ("stream", ctypes.c_void_p),
         ("num_threads", ctypes.c_int32),
+        ("y_dtype", ctypes.c_int),
     ]
 
 
@@ -53,14 +54,29 @@ def _load():
 
 
 def _declare(lib):
-    c_status = ctypes.c_int
-    lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                 ctypes.c_int64, ctypes.c_int, ctypes.POINTER(Options)]
-    lib.softmax_rows.restype = c_status
-    lib.softmax_dropout.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                    ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_float,
-                                    ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(Options)]
-    lib.softmax_dropout.restype = c_status
+    c_status, c_dtype, vp = ctypes.c_int, ctypes.c_int, ctypes.c_void_p
+    fp = ctypes.c_void_p  # float* (row statistics): passed as addresses, like the arrays
+    size = [ctypes.c_int64, ctypes.c_int64]
+    opts = ctypes.POINTER(Options)
+    dropout = [ctypes.c_float, ctypes.c_uint64, ctypes.c_uint64]
+    signatures = {
+        "softmax_rows": [vp, vp] + size + [c_dtype, opts],
+        "softmax_dropout": [vp, vp, vp] + size + [c_dtype] + dropout + [opts],
+        "softmax_rows_backward": [vp, vp, vp] + size + [c_dtype, opts],
+        "softmax_dropout_backward": [vp, vp, vp] + size + [c_dtype] + dropout + [opts],
+        "softmax_row_stats": [vp, fp, fp] + size + [c_dtype, opts],
+        "softmax_rows_from_stats": [vp, vp, fp, fp] + size + [c_dtype, opts],
+        "softmax_backward_row_stats": [vp, vp, fp] + size + [c_dtype, opts],
+        "softmax_rows_backward_from_stats": [vp, vp, vp, fp] + size + [c_dtype, opts],
+    }
+    for name, argtypes in signatures.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError as e:
+            raise ImportError("%s has no %s: it is older than this package; point SOFTMAX_LIBRARY "
+                              "at a current libsoftmax" % (lib._name, name)) from e
+        fn.argtypes = argtypes
+        fn.restype = c_status
     lib.softmax_default_options.argtypes = []
     lib.softmax_default_options.restype = Options
     lib.softmax_backend_available.argtypes = [ctypes.c_int]

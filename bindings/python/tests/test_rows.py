@@ -4,7 +4,8 @@ import unittest
 import numpy as np
 
 import softmax
-from support import FreshInputs, HostBf16Array, assert_close, f32_to_bf16_bits, reference
+from support import (FreshInputs, HostBf16Array, assert_close, bf16_bits_to_f32, f32_to_bf16_bits,
+                     reference)
 
 SHAPES = [(1, 1), (3, 7), (17, 1000), (2, 40000), (257, 33)]
 
@@ -24,6 +25,47 @@ class RowsNumpy(FreshInputs):
                         y = softmax.rows(x, out=out, log=log)
                         self.assertIs(y, out)
                         assert_close(self, y, reference(x, log), name, log)
+
+    def test_float64(self):
+        for log in (False, True):
+            for shape in SHAPES:
+                with self.subTest(log=log, shape=shape):
+                    x = self.random(shape, np.float64)
+                    out = np.full(shape, np.nan)
+                    softmax.rows(x, out=out, log=log)
+                    assert_close(self, out, reference(x, log), "float64", log)
+
+    def test_result_stored_as_another_type(self):
+        # dtype= (or an out of another dtype) stores y in its own type; the arithmetic is fp64
+        # when either side is float64.
+        pairs = [(np.float32, "float16"), (np.float16, "float32"), (np.float32, "float64"),
+                 (np.float64, "float32"), (np.float16, "float64")]
+        for x_type, y_name in pairs:
+            for log in (False, True):
+                with self.subTest(x=np.dtype(x_type).name, y=y_name, log=log):
+                    x = self.random((17, 1000), x_type)
+                    fp64 = x.dtype == np.float64 or y_name == "float64"
+                    y = softmax.rows(x, log=log, dtype=y_name)
+                    self.assertEqual(y.dtype, np.dtype(y_name))
+                    assert_close(self, y, reference(x, log), y_name, log, fp64=fp64)
+                    out = np.full(x.shape, np.nan, dtype=y_name)
+                    self.assertIs(softmax.rows(x, out=out, log=log), out)
+                    np.testing.assert_array_equal(out, y)
+
+    def test_bfloat16_result_of_float32_input(self):
+        x = self.random((9, 333))
+        out = HostBf16Array(np.full(x.shape, 0x7FC0, dtype=np.uint16))
+        softmax.rows(x, out=out)
+        assert_close(self, bf16_bits_to_f32(out.bits), reference(x), "bfloat16")
+
+    def test_empty_arrays_give_empty_results(self):
+        for shape in [(0, 5), (4, 0), (0,), (0, 0)]:
+            with self.subTest(shape=shape):
+                x = np.zeros(shape, np.float32)
+                y = softmax.rows(x, log=True)
+                self.assertEqual((y.shape, y.dtype), (shape, np.float32))
+                y, m = softmax.dropout(x, 0.5, 1, return_mask=True)
+                self.assertEqual((y.shape, m.shape, m.dtype), (shape, shape, np.uint8))
 
     def test_allocates_output_like_input(self):
         x = self.random((5, 300))

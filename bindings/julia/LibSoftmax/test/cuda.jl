@@ -4,8 +4,8 @@
     for T in (Float32, Float16), (cols, rows) in ((1000, 64), (70_000, 3), (128, 4096))
         x = randx(T, cols, rows)
         d = CUDA.CuArray(x)
-        @test close_enough(Array(softmax(d)), reference(Float64.(x)))
-        @test close_enough(Array(logsoftmax(d)), reference(Float64.(x); log=true); log=true)
+        @test close_enough(Array(rowsoftmax(d)), reference(Float64.(x)))
+        @test close_enough(Array(rowlogsoftmax(d)), reference(Float64.(x); log=true); log=true)
     end
     x = randx(Float32, 1000, 64)
     d = CUDA.CuArray(x)
@@ -17,10 +17,14 @@
     s = CUDA.CuStream()
     CUDA.stream!(s) do
         z = CUDA.CuArray(x)
-        softmax!(z, z)
+        rowsoftmax!(z, z)
         CUDA.synchronize(s)
         @test close_enough(Array(z), reference(x))
     end
-    e = try softmax(d; backend=:cpu) catch err err end
+    dy = CUDA.CuArray(Float32.(2 .* rand(RNG, 1000, 64) .- 1))
+    yd = rowsoftmax(d)
+    @test backward_close(Array(softmax_backward(yd, dy)), Array(yd), Array(dy))
+    @test Array(dropout_backward(d, dy, 0.1, 42, 3)) ≈ dropout_backward(x, Array(dy), 0.1, 42, 3)
+    e = try rowsoftmax(d; backend=:cpu) catch err err end
     @test e isa SoftmaxError && e.name == "SOFTMAX_STATUS_WRONG_MEMORY_SPACE"
 end

@@ -69,6 +69,7 @@ fn default_options_fill_in_this_struct_size() {
     assert_eq!(o.flags, 0);
     assert!(o.stream.is_null());
     assert_eq!(o.num_threads, 0);
+    assert_eq!(o.y_dtype, SOFTMAX_DTYPE_F32);
 }
 
 #[test]
@@ -96,10 +97,10 @@ fn dtype_backend_and_flag_constants_are_accepted_and_their_successors_rejected()
             );
         }
         assert_eq!(
-            softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_BF16 + 1, ptr::null()),
+            softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_F64 + 1, ptr::null()),
             SOFTMAX_STATUS_INVALID_DTYPE
         );
-        assert!(cstr(softmax_last_error()).contains("dtype is 3"));
+        assert!(cstr(softmax_last_error()).contains("dtype is 4"));
         // A success clears the thread's message.
         assert_eq!(
             softmax_rows(xp, yp, 1, 2, SOFTMAX_DTYPE_F32, ptr::null()),
@@ -115,7 +116,22 @@ fn dtype_backend_and_flag_constants_are_accepted_and_their_successors_rejected()
             SOFTMAX_STATUS_SUCCESS
         );
         assert!(y.iter().all(|&v| v < 0.0), "log flag ignored: {:?}", y);
-        o.flags = SOFTMAX_FLAG_LOG << 1;
+        // y_dtype is read only with its flag: an invalid one is named only when the flag is set,
+        // which checks both the field's offset and the flag's bit.
+        o.flags = 0;
+        o.y_dtype = 99;
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_SUCCESS
+        );
+        o.flags = SOFTMAX_FLAG_Y_DTYPE;
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_INVALID_DTYPE
+        );
+        assert!(cstr(softmax_last_error()).contains("options->y_dtype is 99"));
+        o.y_dtype = SOFTMAX_DTYPE_F32;
+        o.flags = (SOFTMAX_FLAG_LOG | SOFTMAX_FLAG_Y_DTYPE) << 1;
         assert_eq!(
             softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
             SOFTMAX_STATUS_INVALID_OPTIONS
@@ -127,6 +143,11 @@ fn dtype_backend_and_flag_constants_are_accepted_and_their_successors_rejected()
             SOFTMAX_STATUS_INVALID_BACKEND
         );
         o.backend = SOFTMAX_BACKEND_AUTO;
+        o.struct_size = SOFTMAX_OPTIONS_MAX_SIZE as usize + 1;
+        assert_eq!(
+            softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
+            SOFTMAX_STATUS_INVALID_OPTIONS
+        );
         o.struct_size = 4;
         assert_eq!(
             softmax_rows(xp, yp, 2, 2, SOFTMAX_DTYPE_F32, &o),
@@ -135,6 +156,120 @@ fn dtype_backend_and_flag_constants_are_accepted_and_their_successors_rejected()
         assert!(cstr(softmax_last_error()).contains("struct_size is 4"));
         assert_eq!(softmax_backend_available(SOFTMAX_BACKEND_AUTO), 1);
         assert_eq!(softmax_backend_available(SOFTMAX_BACKEND_CPU), 1);
+    }
+}
+
+/// SOFTMAX_DTYPE_F64 reaches the library as f64 storage: a row of two doubles is normalised.
+#[test]
+fn f64_storage_is_accepted() {
+    let x = [0.0f64, 3.0f64.ln()];
+    let mut y = [f64::NAN; 2];
+    let status = unsafe {
+        softmax_rows(
+            x.as_ptr() as *const c_void,
+            y.as_mut_ptr() as *mut c_void,
+            1,
+            2,
+            SOFTMAX_DTYPE_F64,
+            ptr::null(),
+        )
+    };
+    assert_eq!(
+        status,
+        SOFTMAX_STATUS_SUCCESS,
+        "{}",
+        cstr(unsafe { softmax_last_error() })
+    );
+    assert!(
+        (y[0] - 0.25).abs() < 1e-15 && (y[1] - 0.75).abs() < 1e-15,
+        "{:?}",
+        y
+    );
+}
+
+/// Every new entry point links and reaches the library's argument checks: a null required
+/// pointer is named in the error, and an empty call (rows == 0) succeeds without reading any.
+#[test]
+fn new_entry_points_are_declared_with_their_arguments_in_order() {
+    let x = [1.0f32; 8];
+    let mut y = [0.0f32; 8];
+    let mut stats = [0.0f32; 2];
+    let xp = x.as_ptr() as *const c_void;
+    let yp = y.as_mut_ptr() as *mut c_void;
+    let sp = stats.as_mut_ptr();
+    let null = ptr::null_mut::<c_void>();
+    let nullf = ptr::null_mut::<f32>();
+    unsafe {
+        let calls: [(softmax_status, &str); 6] = [
+            (
+                softmax_rows_backward(xp, xp, null, 2, 4, SOFTMAX_DTYPE_F32, ptr::null()),
+                "dx",
+            ),
+            (
+                softmax_dropout_backward(
+                    xp,
+                    ptr::null(),
+                    yp,
+                    2,
+                    4,
+                    SOFTMAX_DTYPE_F32,
+                    0.5,
+                    1,
+                    2,
+                    ptr::null(),
+                ),
+                "dy",
+            ),
+            (
+                softmax_row_stats(xp, sp, nullf, 2, 4, SOFTMAX_DTYPE_F32, ptr::null()),
+                "row_sumexp",
+            ),
+            (
+                softmax_rows_from_stats(xp, yp, nullf, sp, 2, 4, SOFTMAX_DTYPE_F32, ptr::null()),
+                "row_max",
+            ),
+            (
+                softmax_backward_row_stats(xp, xp, nullf, 2, 4, SOFTMAX_DTYPE_F32, ptr::null()),
+                "row_dot",
+            ),
+            (
+                softmax_rows_backward_from_stats(
+                    xp,
+                    xp,
+                    yp,
+                    nullf,
+                    2,
+                    4,
+                    SOFTMAX_DTYPE_F32,
+                    ptr::null(),
+                ),
+                "row_dot",
+            ),
+        ];
+        for (status, null_argument) in calls.iter() {
+            assert_eq!(
+                *status, SOFTMAX_STATUS_NULL_POINTER,
+                "{} passed as NULL",
+                null_argument
+            );
+        }
+        // Messages are per call: check one freshly.
+        softmax_row_stats(xp, sp, nullf, 2, 4, SOFTMAX_DTYPE_F32, ptr::null());
+        assert_eq!(cstr(softmax_last_error()), "row_sumexp is NULL");
+        softmax_rows_backward_from_stats(xp, xp, yp, nullf, 2, 4, SOFTMAX_DTYPE_F32, ptr::null());
+        assert_eq!(cstr(softmax_last_error()), "row_dot is NULL");
+        softmax_dropout_backward(xp, xp, yp, 2, 4, SOFTMAX_DTYPE_F32, 1.5, 1, 2, ptr::null());
+        assert!(cstr(softmax_last_error()).contains("got 1.5"));
+        // Empty: every pointer may be NULL.
+        let n = ptr::null();
+        assert_eq!(
+            softmax_rows_backward(n, n, null, 0, 4, SOFTMAX_DTYPE_F32, n.cast()),
+            0
+        );
+        assert_eq!(
+            softmax_row_stats(n, nullf, nullf, 3, 0, SOFTMAX_DTYPE_F32, n.cast()),
+            0
+        );
     }
 }
 
@@ -183,6 +318,10 @@ fn options_layout_matches_the_c_compiler() {
                 "num_threads",
                 ptr::addr_of!((*o.as_ptr()).num_threads) as usize - base,
             ),
+            (
+                "y_dtype",
+                ptr::addr_of!((*o.as_ptr()).y_dtype) as usize - base,
+            ),
         ]
     };
     assert_eq!(
@@ -203,4 +342,5 @@ fn options_layout_matches_the_c_compiler() {
         c("sizeof_enum"),
         "sizeof(softmax_status)"
     );
+    assert_eq!(SOFTMAX_OPTIONS_MAX_SIZE as usize, c("options_max_size"));
 }

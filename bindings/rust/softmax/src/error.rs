@@ -11,18 +11,31 @@ use softmax_sys as sys;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
+    /// A required pointer was NULL.
     NullPointer,
+    /// A size is negative, or a slice's length is not what rows and cols say.
     InvalidSize,
+    /// rows * cols * element size does not fit.
     SizeOverflow,
+    /// A storage type the library or the function does not take.
     InvalidDtype,
+    /// A backend value the library does not know, or `Cuda` for borrowed slices.
     InvalidBackend,
+    /// Bad options, e.g. log-softmax for dropout or a negative thread count.
     InvalidOptions,
+    /// The dropout p is NaN or outside [0, 1].
     InvalidProbability,
+    /// Arrays partially overlap.
     OverlappingBuffers,
+    /// The backend cannot run on this machine now.
     BackendUnavailable,
+    /// Host memory given to CUDA, device memory to the CPU, or mixed.
     WrongMemorySpace,
+    /// A CUDA call or kernel launch failed.
     CudaError,
+    /// Workspace could not be allocated.
     OutOfMemory,
+    /// A bug in libsoftmax.
     InternalError,
     /// A status code newer than this crate (the C enum is append-only).
     Unknown(i32),
@@ -87,6 +100,7 @@ pub struct Error {
 }
 
 impl Error {
+    /// The failed status.
     pub fn status(&self) -> Status {
         self.status
     }

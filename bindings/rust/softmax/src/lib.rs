@@ -1,9 +1,13 @@
-//! Safe Rust API over libsoftmax: row-wise softmax, log-softmax and fused softmax+dropout on
-//! row-major `rows x cols` matrices of `f32`, fp16 or bf16, on the CPU or a CUDA GPU.
+//! Safe Rust API over libsoftmax: row-wise softmax, log-softmax, fused softmax+dropout, their
+//! gradients and the sharded-row helpers, on row-major `rows x cols` matrices of `f32`, `f64`,
+//! fp16 or bf16, on the CPU or a CUDA GPU.
 //!
 //! This crate holds no numerics of its own: each function checks that the slices hold
-//! `rows * cols` elements, calls the C function, and turns a failed status into an [`Error`]
-//! that carries the status and `softmax_last_error()`'s message.
+//! `rows * cols` elements (`rows` for per-row statistics), calls the C function, and turns a
+//! failed status into an [`Error`] that carries the status and `softmax_last_error()`'s message.
+//! Empty slices (rows or cols 0) are fine. The functions are generic over the element types:
+//! a result may be stored in another type than its input (`f32` in, [`Bf16`] out), and the
+//! backward functions take the forward's types (y and dy as its result, dx as its input).
 //!
 //! ```
 //! let x = vec![1.0f32, 2.0, 3.0, 4.0, 0.0, 0.0];
@@ -12,22 +16,31 @@
 //! assert!((y[3] + y[4] + y[5] - 1.0).abs() < 1e-6);
 //! ```
 //!
-//! Device memory and CUDA streams go through the `unsafe` [`rows_raw`] and [`dropout_raw`].
+//! Device memory and CUDA streams go through the `unsafe` functions of [`raw`].
 
+#![deny(missing_docs)]
+
+mod backward;
+mod checks;
 mod element;
 mod error;
 mod options;
-mod raw;
+pub mod raw;
+mod sharded;
 mod slices;
 
 use std::ffi::CStr;
 
 use softmax_sys as sys;
 
-pub use element::{Bf16, Dtype, Element, F16};
+pub use backward::{
+    dropout_backward, dropout_backward_in_place, rows_backward, rows_backward_in_place,
+};
+pub use element::{Bf16, Dtype, Element, Storage, F16};
 pub use error::{Error, Status};
 pub use options::{Backend, Dropout, Options};
 pub use raw::{dropout_raw, rows_raw};
+pub use sharded::{backward_row_stats, row_stats, rows_backward_from_stats, rows_from_stats};
 pub use slices::{dropout, dropout_in_place, rows, rows_in_place};
 
 /// The version of the library actually loaded, "MAJOR.MINOR.PATCH".

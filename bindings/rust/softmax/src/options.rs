@@ -4,6 +4,8 @@ use std::os::raw::c_void;
 
 use softmax_sys as sys;
 
+use crate::element::Storage;
+
 /// Which backend runs the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -16,6 +18,7 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The raw `softmax_backend` value.
     pub fn raw(self) -> sys::softmax_backend {
         match self {
             Backend::Auto => sys::SOFTMAX_BACKEND_AUTO,
@@ -29,8 +32,10 @@ impl Backend {
 /// thread count. Values are passed through unchecked: the library validates them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
+    /// Which backend runs the call.
     pub backend: Backend,
-    /// `softmax_rows` only: y = x - max - log(sum(exp(x - max))). Rejected by dropout.
+    /// Log-softmax: y = x - max - log(sum(exp(x - max))), and its gradient in the backward and
+    /// sharded calls. Rejected by the dropout calls.
     pub log: bool,
     /// CPU backend: threads to use, 0 = OpenMP's default. Negative values are an error.
     pub num_threads: i32,
@@ -47,27 +52,35 @@ impl Default for Options {
 }
 
 impl Options {
+    /// These options with `backend` set.
     pub fn backend(mut self, backend: Backend) -> Options {
         self.backend = backend;
         self
     }
+    /// These options with `log` set.
     pub fn log(mut self, log: bool) -> Options {
         self.log = log;
         self
     }
+    /// These options with `num_threads` set.
     pub fn num_threads(mut self, n: i32) -> Options {
         self.num_threads = n;
         self
     }
 
     /// The C struct, starting from the library's own defaults (which fill in struct_size).
-    pub(crate) fn to_c(self, stream: *mut c_void) -> sys::softmax_options {
+    /// SOFTMAX_FLAG_Y_DTYPE is set only when the two sides' storage types differ.
+    pub(crate) fn to_c(self, stream: *mut c_void, storage: Storage) -> sys::softmax_options {
         // SAFETY: softmax_default_options has no preconditions.
         let mut o = unsafe { sys::softmax_default_options() };
         o.backend = self.backend.raw();
         o.flags = if self.log { sys::SOFTMAX_FLAG_LOG } else { 0 };
         o.stream = stream;
         o.num_threads = self.num_threads;
+        if storage.y != storage.x {
+            o.flags |= sys::SOFTMAX_FLAG_Y_DTYPE;
+            o.y_dtype = storage.y.raw();
+        }
         o
     }
 }
@@ -79,6 +92,7 @@ impl Options {
 pub struct Dropout {
     /// Drop probability in [0, 1].
     pub p: f32,
+    /// Philox key: the same (seed, offset) gives the same mask.
     pub seed: u64,
     /// Philox subsequence offset, e.g. a step counter, so successive calls draw fresh masks.
     pub offset: u64,

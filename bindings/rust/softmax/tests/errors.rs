@@ -41,17 +41,24 @@ fn slice_lengths_must_equal_rows_times_cols() {
 }
 
 #[test]
-fn zero_rows_or_cols_are_reported_by_the_library() {
+fn empty_slices_succeed_and_sizes_still_must_match() {
     let x: Vec<f32> = Vec::new();
     let mut y: Vec<f32> = Vec::new();
-    let e = softmax::rows(&x, &mut y, 0, 4, &Options::default()).unwrap_err();
+    let o = Options::default();
+    softmax::rows(&x, &mut y, 0, 4, &o).unwrap();
+    softmax::rows(&x, &mut y, 4, 0, &o).unwrap();
+    softmax::rows_backward(&x, &x, &mut y, 0, 0, &o).unwrap();
+    let mut stats: Vec<f32> = vec![f32::NAN; 3];
+    let mut sums: Vec<f32> = vec![f32::NAN; 3];
+    // cols == 0: the statistics still hold one element per row, and nothing is written.
+    softmax::row_stats(&x, &mut stats, &mut sums, 3, 0, &o).unwrap();
+    assert!(stats.iter().chain(&sums).all(|v| v.is_nan()));
+    let e = softmax::row_stats(&x, &mut stats[..2], &mut sums, 3, 0, &o).unwrap_err();
     assert_eq!(e.status(), Status::InvalidSize);
-    assert_eq!(e.message(), "rows must be > 0, got 0");
-    let e = softmax::rows(&x, &mut y, 4, 0, &Options::default()).unwrap_err();
-    assert_eq!(e.message(), "cols must be > 0, got 0");
+    assert_eq!(e.message(), "row_max has 2 elements but rows = 3");
     assert_eq!(
         e.to_string(),
-        "SOFTMAX_STATUS_INVALID_SIZE: cols must be > 0, got 0"
+        "SOFTMAX_STATUS_INVALID_SIZE: row_max has 2 elements but rows = 3"
     );
 }
 
@@ -120,7 +127,7 @@ fn cuda_backend_is_refused_for_borrowed_slices() {
     let e =
         softmax::rows(&x, &mut y, 2, 4, &Options::default().backend(Backend::Cuda)).unwrap_err();
     assert_eq!(e.status(), Status::InvalidBackend);
-    assert!(e.message().contains("rows_raw"), "{}", e);
+    assert!(e.message().contains("*_raw"), "{}", e);
     assert!(untouched(&y));
 }
 
@@ -147,7 +154,7 @@ fn raw_pointer_errors() {
         let e = softmax::rows_raw(xp, yp, 2, -3, Dtype::F32, &o, ptr::null_mut()).unwrap_err();
         assert_eq!(
             (e.status(), e.message()),
-            (Status::InvalidSize, "cols must be > 0, got -3")
+            (Status::InvalidSize, "cols must be >= 0, got -3")
         );
         let e = softmax::rows_raw(xp, yp, i64::MAX, i64::MAX, Dtype::F32, &o, ptr::null_mut())
             .unwrap_err();
@@ -208,6 +215,44 @@ fn raw_pointer_errors() {
         assert!(!e.message().is_empty());
     }
     assert!(untouched(&y));
+}
+
+#[test]
+fn backward_and_sharded_calls_check_slices_and_report_the_library() {
+    let o = Options::default();
+    let y = vec![0.25f32; 8];
+    let mut dx = poisoned(8);
+    let e = softmax::rows_backward(&y, &y[..7], &mut dx, 2, 4, &o).unwrap_err();
+    assert_eq!(
+        (e.status(), e.message()),
+        (
+            Status::InvalidSize,
+            "dy has 7 elements but rows * cols = 2 * 4 = 8"
+        )
+    );
+    let d = Dropout {
+        p: -0.5,
+        seed: 1,
+        offset: 2,
+    };
+    let e = softmax::dropout_backward(&y, &y, &mut dx, 2, 4, d, &o).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidProbability, "{}", e);
+    assert!(e.message().contains("got -0.5"), "{}", e);
+    let e = softmax::dropout_backward(&y, &y, &mut dx, 2, 4, Dropout { p: 0.5, ..d }, &o.log(true))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::InvalidOptions, "{}", e);
+    let e = softmax::rows_backward(&y, &y, &mut dx, 2, 4, &o.backend(Backend::Cuda)).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidBackend);
+    assert!(untouched(&dx));
+    // f64 rows cannot be sharded: float statistics would not carry their range.
+    let x64 = vec![0.5f64; 8];
+    let (mut m, mut s) = (vec![0.0f32; 2], vec![0.0f32; 2]);
+    let e = softmax::row_stats(&x64, &mut m, &mut s, 2, 4, &o).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidDtype, "{}", e);
+    assert!(e.message().contains("float row statistics"), "{}", e);
+    let mut row_dot = vec![0.0f32; 3];
+    let e = softmax::backward_row_stats(&y, &y, &mut row_dot, 2, 4, &o).unwrap_err();
+    assert_eq!(e.message(), "row_dot has 3 elements but rows = 2");
 }
 
 #[test]

@@ -68,48 +68,141 @@ pub fn reference(x: &[f64], rows: usize, cols: usize, log: bool) -> Vec<f64> {
     y
 }
 
-/// Bits of mantissa the stored dtype keeps, for the tolerance.
-#[derive(Clone, Copy)]
+/// The stored dtype of a result, for the tolerance.
+#[derive(Clone, Copy, Debug)]
 pub enum Kind {
     F32,
     F16,
     Bf16,
+    F64,
 }
 
-/// Absolute tolerance for an output whose exact value is `want`: the C++ suites' formula, plus
-/// fp16's subnormal spacing (2^-24), since small probabilities stored in fp16 lose relative
-/// precision there (bf16 and fp32 share fp32's exponent range, so theirs is negligible).
-pub fn tolerance(kind: Kind, want: f64, log: bool, cols: usize) -> f64 {
-    let (storage, floor) = match kind {
-        Kind::F32 => (2f64.powi(-24), 0.0),
-        Kind::F16 => (2f64.powi(-11), 2f64.powi(-24)),
-        Kind::Bf16 => (2f64.powi(-8), 0.0),
-    };
-    let arith = 1e-6 * (1.0 + ((cols as f64) + 1.0).log2() / 8.0);
-    want.abs() * (storage + arith)
-        + floor
+impl Kind {
+    /// Unit roundoff of the storage type.
+    pub fn storage(self) -> f64 {
+        match self {
+            Kind::F64 => 2f64.powi(-53),
+            Kind::F32 => 2f64.powi(-24),
+            Kind::F16 => 2f64.powi(-11),
+            Kind::Bf16 => 2f64.powi(-8),
+        }
+    }
+    /// The smallest subnormal step: a value below it may be stored as zero or as that step.
+    pub fn floor(self) -> f64 {
+        match self {
+            Kind::F64 => 2f64.powi(-1074),
+            Kind::F32 => 2f64.powi(-149),
+            Kind::F16 => 2f64.powi(-24),
+            Kind::Bf16 => 2f64.powi(-133),
+        }
+    }
+}
+
+/// The library's arithmetic error for a row of `cols` elements: fp64 when any array is f64.
+pub fn arithmetic(cols: usize, fp64: bool) -> f64 {
+    (if fp64 { 2e-15 } else { 1e-6 }) * (1.0 + ((cols as f64) + 1.0).log2() / 8.0)
+}
+
+/// Absolute tolerance for an output stored as `kind` whose exact value is `want`: the C++
+/// suites' formula (tests/common/reference.h).
+pub fn tolerance_with(kind: Kind, want: f64, log: bool, cols: usize, fp64: bool) -> f64 {
+    let arith = arithmetic(cols, fp64);
+    want.abs() * (kind.storage() + arith)
         + if log {
             arith * (1.0 + want.abs())
         } else {
-            1e-30
+            kind.floor()
         }
 }
 
-pub fn assert_close(kind: Kind, got: &[f64], want: &[f64], cols: usize, log: bool) {
+/// [`tolerance_with`] for fp32 arithmetic, or fp64 when the result is f64.
+pub fn tolerance(kind: Kind, want: f64, log: bool, cols: usize) -> f64 {
+    tolerance_with(kind, want, log, cols, matches!(kind, Kind::F64))
+}
+
+/// got against the float64 want, element by element: NaN must be NaN, an infinity or an exact
+/// zero must be hit exactly, anything else must lie within tol(i).
+pub fn assert_within(got: &[f64], want: &[f64], cols: usize, tol: impl Fn(usize) -> f64) {
     assert_eq!(got.len(), want.len());
     for (i, (&g, &w)) in got.iter().zip(want.iter()).enumerate() {
-        let tol = tolerance(kind, w, log, cols);
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() || w == 0.0 {
+            g == w
+        } else {
+            (g - w).abs() <= tol(i)
+        };
         assert!(
-            (g - w).abs() <= tol,
+            ok,
             "element {} (row {}, col {}): got {:e}, want {:e}, tolerance {:e}",
             i,
-            i / cols,
-            i % cols,
+            i / cols.max(1),
+            i % cols.max(1),
             g,
             w,
-            tol
+            tol(i)
         );
     }
+}
+
+pub fn assert_close(kind: Kind, got: &[f64], want: &[f64], cols: usize, log: bool) {
+    assert_within(got, want, cols, |i| tolerance(kind, want[i], log, cols));
+}
+
+/// The softmax gradient per row in float64, from the forward's output y.
+pub fn reference_backward(y: &[f64], dy: &[f64], rows: usize, cols: usize, log: bool) -> Vec<f64> {
+    let mut dx = vec![0.0f64; rows * cols];
+    for r in 0..rows {
+        let (yr, dr) = (&y[r * cols..(r + 1) * cols], &dy[r * cols..(r + 1) * cols]);
+        let s: f64 = if log {
+            dr.iter().sum()
+        } else {
+            dr.iter().zip(yr).map(|(d, v)| d * v).sum()
+        };
+        for c in 0..cols {
+            dx[r * cols + c] = if log {
+                dr[c] - yr[c].exp() * s
+            } else {
+                yr[c] * (dr[c] - s)
+            };
+        }
+    }
+    dx
+}
+
+/// Tolerance of each gradient element stored as `kind`, computed from the stored y and dy: the
+/// arithmetic error scales with the terms added (|y| (|dy| + sum |dy y|), or
+/// |dy| + exp(y) sum |dy| for log-softmax), plus the rounding of the stored result.
+pub fn backward_tolerances(
+    kind: Kind,
+    y: &[f64],
+    dy: &[f64],
+    rows: usize,
+    cols: usize,
+    log: bool,
+    fp64: bool,
+) -> Vec<f64> {
+    let arith = arithmetic(cols, fp64);
+    let want = reference_backward(y, dy, rows, cols, log);
+    let mut tol = vec![0.0f64; rows * cols];
+    for r in 0..rows {
+        let (yr, dr) = (&y[r * cols..(r + 1) * cols], &dy[r * cols..(r + 1) * cols]);
+        let sum: f64 = if log {
+            dr.iter().map(|d| d.abs()).sum()
+        } else {
+            dr.iter().zip(yr).map(|(d, v)| (d * v).abs()).sum()
+        };
+        for c in 0..cols {
+            let i = r * cols + c;
+            let terms = if log {
+                dr[c].abs() + yr[c].exp() * sum
+            } else {
+                yr[c].abs() * (dr[c].abs() + sum)
+            };
+            tol[i] = terms * arith + want[i].abs() * kind.storage() + kind.floor();
+        }
+    }
+    tol
 }
 
 fn round_half_even(v: f64) -> f64 {
