@@ -13,7 +13,7 @@
 use std::os::raw::{c_char, c_int, c_void};
 
 pub const SOFTMAX_VERSION_MAJOR: u32 = 0;
-pub const SOFTMAX_VERSION_MINOR: u32 = 1;
+pub const SOFTMAX_VERSION_MINOR: u32 = 2;
 pub const SOFTMAX_VERSION_PATCH: u32 = 0;
 
 /// `softmax_status`: values are part of the ABI and only ever appended.
