@@ -41,17 +41,16 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libsoftmax${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libsoftmax-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# The synopsis of both packages is the project description; these are their long descriptions.
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "row-wise softmax and fused softmax+dropout (CPU and CUDA)
- libsoftmax computes softmax, log-softmax and softmax fused with inverted dropout over the rows
- of a matrix, with their gradients, on the CPU (OpenMP, SIMD chosen at run time) and on NVIDIA
- GPUs, behind one stable C ABI. The CUDA runtime is linked statically: the library loads and
- runs on the CPU on machines without an NVIDIA driver. License: ${SOFTMAX_LICENSE}.")
+    "libsoftmax computes softmax, log-softmax and softmax fused with inverted dropout over the
+rows of a matrix, with their gradients, on the CPU (OpenMP, SIMD chosen at run time) and on
+NVIDIA GPUs, behind one stable C ABI. The CUDA runtime is linked statically: the library loads
+and runs on the CPU on machines without an NVIDIA driver. License: ${SOFTMAX_LICENSE}.")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "row-wise softmax and fused softmax+dropout (development files)
- The C header softmax/softmax.h, the CMake package (find_package(softmax)) and the pkg-config
- file (pkg-config softmax) for building programs against libsoftmax.
- License: ${SOFTMAX_LICENSE}.")
+    "Development files for libsoftmax: the C header softmax/softmax.h, the CMake package
+(find_package(softmax)) and the pkg-config file (pkg-config softmax).
+License: ${SOFTMAX_LICENSE}.")
 # Runtime dependencies (libc, libgomp, libstdc++, libhwy when built with Highway) are read from
 # the library itself; the shlibs file and ldconfig trigger let other packages depend on this one.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
