@@ -7,8 +7,8 @@ VERSION is the one place the version is written. This script finds every copy of
 - the C header's SOFTMAX_VERSION_MAJOR/MINOR/PATCH (include/softmax/softmax.h);
 - every Cargo.toml's [package] version and the version required of a path dependency, and the
   Cargo.lock entries of the crates that live in this tree (cargo --locked refuses stale ones);
-- every pyproject.toml: a static [project] version, or a dynamic one that scikit-build-core
-  reads from VERSION with its regex provider;
+- every pyproject.toml: a static [project] version, or the one scikit-build-core's regex
+  provider reads (from VERSION, or from the header);
 - every Julia Project.toml, and a Python package's __version__ if one is declared.
 It prints each version it checked, and every mismatch, then exits 1 if there was one.
 """
@@ -17,6 +17,8 @@ import re
 import sys
 import tomllib
 
+# scikit-build-core's default for its regex version provider.
+SKBUILD_DEFAULT_REGEX = r"""(?i)^(__version__|VERSION)(?: ?\: ?str)? *= *(['\"])v?(?P<value>.+?)\2"""
 SKIP_DIRS = {".git", "target", "__pycache__", "node_modules", ".venv"}
 
 
@@ -81,12 +83,15 @@ class Checker:
             if "version" not in project.get("dynamic", []):
                 continue
             provider = data.get("tool", {}).get("scikit-build", {}).get("metadata", {}).get("version", {})
-            source = (path.parent / provider.get("input", "")).resolve()
-            if (provider.get("provider") == "scikit_build_core.metadata.regex"
-                    and source == (self.root / "VERSION").resolve()):
-                self.expect(path, "dynamic version read from VERSION", self.want)
-            else:
-                self.expect(path, "dynamic version (not read from VERSION)", repr(provider))
+            if provider.get("provider") != "scikit_build_core.metadata.regex" or "input" not in provider:
+                self.expect(path, "dynamic version from an unknown provider", repr(provider))
+                continue
+            # Do what scikit-build-core's regex provider does: match, then format `result`.
+            source = path.parent / provider["input"]
+            m = re.search(provider.get("regex", SKBUILD_DEFAULT_REGEX), source.read_text(), re.M)
+            got = (provider.get("result", "{value}").format(**m.groupdict()) if m
+                   else "(regex does not match %s)" % provider["input"])
+            self.expect(path, "dynamic version read from %s" % provider["input"], got)
 
     def julia(self):
         for path in manifests(self.root, "Project.toml"):
