@@ -21,7 +21,10 @@ ci=false
 [ "${CI:-}" = true ] && ci=true
 start=$SECONDS
 timings=()
-stage_done() { timings+=("$1: $(($SECONDS - $2)) s"); }
+stage_done() {  # <stage> <start second>
+  timings+=("$1: $((SECONDS - $2)) s")
+  echo "== $1: done in $((SECONDS - $2)) s"
+}
 
 # --- packages ----------------------------------------------------------------------------------
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
