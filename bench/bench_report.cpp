@@ -42,11 +42,12 @@ void finish_rates(Row* row) {
     row->pct_copy = 100.0 * row->gbs / row->copy_gbs;
 }
 
+// The last column holds the row's note and, for rows that have one, the anchor: a published
+// measurement at the same shape on the GPU model it was taken on (only attached on that model).
 void Report::section_header(const std::string& title) {
   std::printf("\n== %s\n", title.c_str());
-  std::printf("%-4s %-15s %-5s %-26s %10s %9s %6s %9s %-5s %9s %-22s %s\n", "dev", "shape", "dtype",
-              "variant", "ms", "GB/s", "%copy", "max_err", "check", "anchor", "(best anchor impl)",
-              "note");
+  std::printf("%-4s %-15s %-5s %-26s %10s %9s %6s %9s %-5s %s\n", "dev", "shape", "dtype",
+              "variant", "ms", "GB/s", "%copy", "max_err", "check", "note");
   std::fflush(stdout);
 }
 
@@ -55,11 +56,15 @@ void Report::add(const Row& r) {
   if (r.check == "FAIL") ++failures_;
   const std::string shape = std::to_string(r.rows) + "x" + std::to_string(r.cols);
   const std::string check = r.check == "FAIL" ? "FAIL!" : r.check;
-  std::printf("%-4s %-15s %-5s %-26s %10s %9s %6s %9s %-5s %9s %-22s %s\n", r.device.c_str(),
-              shape.c_str(), r.dtype.c_str(), r.variant.c_str(), fmt("%.4f", r.ms).c_str(),
+  std::string note = r.note;
+  if (!std::isnan(r.anchor_gbs)) {
+    note = "anchor " + fmt("%.0f", r.anchor_gbs) + " GB/s (" + r.anchor_impl + ")" +
+           (note.empty() ? "" : "; " + note);
+  }
+  std::printf("%-4s %-15s %-5s %-26s %10s %9s %6s %9s %-5s %s\n", r.device.c_str(), shape.c_str(),
+              r.dtype.c_str(), r.variant.c_str(), fmt("%.4f", r.ms).c_str(),
               fmt("%.1f", r.gbs).c_str(), fmt("%.0f%%", r.pct_copy).c_str(),
-              fmt("%.2e", r.max_err).c_str(), check.c_str(), fmt("%.0f", r.anchor_gbs).c_str(),
-              r.anchor_impl.empty() ? "" : ("(" + r.anchor_impl + ")").c_str(), r.note.c_str());
+              fmt("%.2e", r.max_err).c_str(), check.c_str(), note.c_str());
   if (r.check == "FAIL")
     std::printf("!!!! CHECK FAILED: %s %s %s %s: max_err %.3e > tolerance %.3e %s\n",
                 r.device.c_str(), shape.c_str(), r.dtype.c_str(), r.variant.c_str(), r.max_err,

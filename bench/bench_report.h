@@ -27,7 +27,7 @@ struct Row {
   double max_err = NAN;            // max relative error vs float64 on sampled rows
   double tolerance = NAN;          // the bound max_err was held to
   std::string check = "unchecked"; // "pass", "FAIL", "skipped"
-  double anchor_gbs = NAN;         // best published anchor at this shape (H200 rows only)
+  double anchor_gbs = NAN;         // best anchor at this shape, on the GPU model it was measured on
   std::string anchor_impl;
   int reps = 0;
   std::string note;

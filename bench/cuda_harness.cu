@@ -316,6 +316,14 @@ bool is_dropout_anchor(const std::string& impl) { return impl.find("dropout") !=
 
 bool best_anchor(const std::string& dtype, const Shape& shape,
                  const std::function<bool(const std::string& impl)>& accept, double* gbs, std::string* impl) {
+  // Anchors only on the GPU model they were measured on (h200_anchor_table.h).
+  static const bool anchor_gpu = [] {
+    int device = 0;
+    cudaDeviceProp prop{};
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaGetDeviceProperties(&prop, device) == cudaSuccess && anchors_apply_to(prop.name);
+  }();
+  if (!anchor_gpu) return false;
   bool found = false;
   for (const AnchorEntry& a : kH200Anchors) {
     if (dtype != a.dtype || a.rows != shape.rows || a.cols != shape.cols || !accept(a.impl)) continue;

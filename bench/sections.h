@@ -6,13 +6,13 @@
 
 namespace bench {
 
-// CPU (issue 2): copy, libsoftmax, textbook_3pass, onednn (when built), library dropout p=0.1.
+// CPU: copy, libsoftmax, textbook_3pass, onednn (when built), library dropout p=0.1.
 void run_cpu_section(const Options& options, Report* report);
 
 #if defined(SOFTMAX_BENCH_WITH_CUDA)
 // True when a CUDA device can be used; otherwise *why says why not.
 bool cuda_device_present(std::string* why);
-// GPU (issues 3 and 4): the shape table, the seed ladder on one vector, the dropout ladder.
+// GPU: the shape table, the seed ladder on one vector, the dropout ladder.
 void run_cuda_section(const Options& options, Report* report);
 #endif
 

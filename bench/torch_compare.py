@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Times torch.softmax, torch.compile'd softmax, dropout(softmax(x)) (eager and compiled) and
 libsoftmax on the SAME CUDA tensors in one process, checks that they agree, and prints GB/s and
-the library's ratios per shape (issues 3 and 4).
+the library's ratios per shape.
 
     python3 bench/torch_compare.py --lib build/libsoftmax.so [--json out.json] [--shapes f32:2097152x128,...]
 
 libsoftmax is loaded with ctypes through its C ABI (path from --lib or $SOFTMAX_LIBRARY) and runs
 on PyTorch's current stream. Times are medians of CUDA-event-timed launches after warm-up;
-GB/s = (bytes of x + bytes of y) / time, as in softmax_bench. The default shape list (DESIGN.md's
-18 anchor shapes) took about two minutes on an H200, torch.compile warm-up included; --shapes
+GB/s = (bytes of x + bytes of y) / time, as in softmax_bench. The default shape list (the 18
+shapes of the H200 anchor table, bench/h200_anchor_table.h) took about two minutes on an H200, torch.compile warm-up included; --shapes
 picks others.
 """
 import argparse
@@ -27,8 +27,8 @@ LIB_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 BACKEND_CUDA = 2
 FLAG_LOG = 1
 P = 0.1
-# DESIGN.md's anchor table: 1 GiB of fp32 per shape (bf16: half of that); dropout at issue 4's
-# shapes. About two minutes on an H200, torch.compile warm-up included.
+# The anchor table's shapes: 1 GiB of fp32 per shape (bf16: half of that); dropout at the shapes
+# the anchors have dropout numbers for. About two minutes on an H200, torch.compile warm-up included.
 DEFAULT_SHAPES = ",".join(
     ["f32:" + s for s in ("8388608x32", "2097152x128", "524288x512", "262144x1024", "131072x2048", "65536x4096",
                           "32768x8192", "16384x16384", "8192x32768", "4096x65536", "256x1048576", "1x268435456")] +
@@ -240,10 +240,10 @@ def main():
             if "torch.compile softmax" in res:
                 line += ", libsoftmax/torch.compile %.2fx" % (res["libsoftmax"] / res["torch.compile softmax"])
             if "libsoftmax dropout" in res:
-                line += "; dropout: lib/eager %.2fx (goal 2.2x)" % (res["libsoftmax dropout"] /
+                line += "; dropout: lib/eager %.2fx" % (res["libsoftmax dropout"] /
                                                                    res["torch dropout(softmax) eager"])
                 if "torch.compile dropout(softmax)" in res:
-                    line += ", lib/compile %.2fx (goal 1.8x)" % (res["libsoftmax dropout"] /
+                    line += ", lib/compile %.2fx" % (res["libsoftmax dropout"] /
                                                                 res["torch.compile dropout(softmax)"])
             print(line, flush=True)
         del x, y_lib

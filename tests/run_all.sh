@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
 # Builds libsoftmax and runs every test: the GoogleTest suites (CPU; GPU ones skip with a reason
-# when no CUDA device is present), the bindings' and examples' tests, then the reliability checks
-# (sanitizer builds, fuzz smoke test). Installs the Debian packages it needs when they are missing.
+# when no CUDA device is present), the bindings', examples' and packaging tests, then the
+# reliability checks (sanitizer builds, fuzz smoke test). Under CI (CI=true) also a Debug build
+# and the Debian packages. Installs the Debian packages it needs when they are missing.
 #
-#   bash tests/run_all.sh            # everything
-#   SOFTMAX_SKIP_RELIABILITY=1 ...   # only the main build's ctest
-#   SOFTMAX_REQUIRE_CUDA=1 ...       # fail if nvcc is missing (CI: the CUDA code must compile)
+#   bash tests/run_all.sh                 # everything (Debug build and .deb only with CI=true)
+#   SOFTMAX_SKIP_RELIABILITY=1 ...        # without the sanitizer and fuzz builds
+#   SOFTMAX_REQUIRE_CUDA=1 ...            # fail if nvcc is missing (CI: the CUDA code must compile)
+#   SOFTMAX_CUDA_ARCHITECTURES=90 ...     # CUDA architectures of the test builds (default: 90
+#                                         # under CI, this GPU's when one is present, else the
+#                                         # project's list)
+#   SOFTMAX_DEBUG_CHECK=0|1               # Debug build + CPU/API suites (default: on under CI)
+#   SOFTMAX_DEB_CHECK=0|1                 # Debian packages, all CUDA architectures (default: on under CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${SOFTMAX_BUILD_DIR:-$root/build-test}
 jobs=${SOFTMAX_JOBS:-$(nproc)}
+ci=false
+[ "${CI:-}" = true ] && ci=true
+start=$SECONDS
+timings=()
+stage_done() {  # <stage> <start second>
+  timings+=("$1: $((SECONDS - $2)) s")
+  echo "== $1: done in $((SECONDS - $2)) s"
+}
 
 # --- packages ----------------------------------------------------------------------------------
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 [ -d "$HOME/.cargo/bin" ] && export PATH="$PATH:$HOME/.cargo/bin"
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake ninja-build g++ pkg-config libgtest-dev libhwy-dev python3-numpy abigail-tools \
-         clang libclang-rt-14-dev libomp-dev binutils; do
+for p in cmake ninja-build g++ pkg-config libgtest-dev libhwy-dev python3 python3-numpy abigail-tools \
+         clang libclang-rt-14-dev libomp-dev binutils dpkg-dev; do
   have_pkg "$p" || need+=("$p")
 done
 command -v cargo >/dev/null 2>&1 || need+=(cargo)
@@ -32,25 +46,91 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-cuda_flag=-DSOFTMAX_WITH_CUDA=OFF
+cuda_flags=(-DSOFTMAX_WITH_CUDA=OFF)
 if command -v nvcc >/dev/null 2>&1; then
-  cuda_flag=-DSOFTMAX_WITH_CUDA=ON
+  cuda_flags=(-DSOFTMAX_WITH_CUDA=ON)
+  # The test builds compile one architecture under CI; the Debian package step below compiles
+  # every default one, so code that only some architectures reject is still caught.
+  if [ -n "${SOFTMAX_CUDA_ARCHITECTURES:-}" ]; then
+    cuda_flags+=("-DCMAKE_CUDA_ARCHITECTURES=$SOFTMAX_CUDA_ARCHITECTURES")
+  elif [ $ci = true ]; then
+    cuda_flags+=(-DCMAKE_CUDA_ARCHITECTURES=90)
+  elif nvidia-smi >/dev/null 2>&1; then
+    cuda_flags+=(-DCMAKE_CUDA_ARCHITECTURES=native)
+  fi
 elif [ "${SOFTMAX_REQUIRE_CUDA:-0}" = 1 ]; then
   echo "nvcc not found but SOFTMAX_REQUIRE_CUDA=1: the CUDA sources must be compiled" >&2
   exit 1
 fi
 
 # --- main build and ctest ----------------------------------------------------------------------
-echo "== configure ($cuda_flag) in $build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$cuda_flag"
+t0=$SECONDS
+echo "== configure (${cuda_flags[*]}) in $build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_flags[@]}"
 echo "== build (-j$jobs)"
 cmake --build "$build" -j "$jobs"
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
+stage_done "Release build and ctest" $t0
 
 # --- reliability: sanitizers, fuzz smoke test, ABI checks that need their own builds -----------
 if [ "${SOFTMAX_SKIP_RELIABILITY:-0}" != 1 ] && [ -x "$root/tests/reliability/ci.sh" ]; then
+  t0=$SECONDS
   echo "== reliability checks"
   "$root/tests/reliability/ci.sh"
+  stage_done "reliability" $t0
 fi
-echo "== all tests passed"
+
+# --- Debug build: CUDA compiled, CPU and API suites run ----------------------------------------
+if [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = true ]; then
+  t0=$SECONDS
+  debug=${SOFTMAX_DEBUG_BUILD_DIR:-$root/build-debug}
+  echo "== Debug build (${cuda_flags[*]}) in $debug"
+  cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${cuda_flags[@]}" \
+        -DSOFTMAX_BUILD_BENCH=OFF -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF >/dev/null
+  targets=(softmax softmax_api_tests softmax_c99_header_test softmax_cpu_tests)
+  if ninja -C "$debug" -t targets all | grep -q '^softmax_cpu_highway_target_tests:'; then
+    targets+=(softmax_cpu_highway_target_tests)
+  fi
+  have_cuda_tests=0
+  if ninja -C "$debug" -t targets all | grep -q '^softmax_cuda_tests:'; then
+    targets+=(softmax_cuda_tests)
+    have_cuda_tests=1
+  fi
+  cmake --build "$debug" -j "$jobs" --target "${targets[@]}"
+  ctest --test-dir "$debug" --output-on-failure -j "$jobs" -R '^(api|cpu|cuda)\.'
+  if [ $have_cuda_tests = 1 ] && ! nvidia-smi >/dev/null 2>&1; then
+    # Without a GPU every CUDA test must skip, and say why.
+    xml="$debug/cuda-skips.xml"
+    "$debug/tests/cuda/softmax_cuda_tests" --gtest_output="xml:$xml" >/dev/null
+    python3 - "$xml" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+total, silent, ran = 0, [], []
+for c in cases:
+    total += 1
+    skipped = c.find("skipped")
+    if skipped is None:
+        ran.append(c.get("name"))
+    elif not (skipped.get("message") or "").split("\n", 1)[-1].strip():
+        silent.append(c.get("name"))
+if ran or silent or total == 0:
+    sys.exit("CUDA tests without a GPU: %d tests, ran instead of skipping: %s; skipped without a reason: %s"
+             % (total, ran[:5], silent[:5]))
+print("== all %d CUDA tests skipped without a GPU, each with its reason" % total)
+EOF
+  fi
+  stage_done "Debug build and CPU/API/CUDA suites" $t0
+fi
+
+# --- Debian packages: every CUDA architecture, installed into a scratch folder -----------------
+if [ "${SOFTMAX_DEB_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEB_CHECK:-$ci}" = true ]; then
+  t0=$SECONDS
+  echo "== Debian packages"
+  SOFTMAX_JOBS=$jobs bash "$root/tests/packaging/deb_package_check.sh"
+  stage_done "Debian packages" $t0
+fi
+
+echo "== all tests passed ($((SECONDS - start)) s)"
+for t in "${timings[@]}"; do echo "   $t"; done

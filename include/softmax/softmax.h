@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define SOFTMAX_VERSION_MAJOR 0
-#define SOFTMAX_VERSION_MINOR 1
+#define SOFTMAX_VERSION_MINOR 2
 #define SOFTMAX_VERSION_PATCH 0
 
 /* Status codes. Values are part of the ABI: new codes are only ever appended. */

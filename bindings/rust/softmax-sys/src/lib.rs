@@ -23,7 +23,7 @@ use std::os::raw::{c_char, c_int, c_void};
 /// Major version of the header these declarations were written from.
 pub const SOFTMAX_VERSION_MAJOR: u32 = 0;
 /// Minor version of the header these declarations were written from.
-pub const SOFTMAX_VERSION_MINOR: u32 = 1;
+pub const SOFTMAX_VERSION_MINOR: u32 = 2;
 /// Patch version of the header these declarations were written from.
 pub const SOFTMAX_VERSION_PATCH: u32 = 0;
 
