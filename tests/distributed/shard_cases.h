@@ -31,15 +31,15 @@ struct Layout {
   }
 };
 
-// Even; ragged with a one-column slice and an empty slice; all on the last rank (every other
-// slice empty). `total` must be at least `ranks` + 1.
+// Even; ragged with a one-column slice and an empty slice (more empty slices when there are more
+// ranks than columns to go round); all on the last rank (every other slice empty).
 inline std::vector<Layout> layouts(int ranks, int64_t total) {
   std::vector<Layout> out;
   Layout even{"even", std::vector<int64_t>(size_t(ranks), total / ranks)};
   for (int64_t i = 0; i < total % ranks; ++i) even.cols[size_t(i)] += 1;
   out.push_back(even);
 
-  Layout ragged{"ragged (one column, empty slice)", std::vector<int64_t>(size_t(ranks), 0)};
+  Layout ragged{"ragged", std::vector<int64_t>(size_t(ranks), 0)};
   ragged.cols[0] = 1;  // rank 1 (or, with 2 ranks, nobody else) keeps an empty slice
   int64_t left = total - 1;
   if (ranks == 2) {
@@ -47,7 +47,7 @@ inline std::vector<Layout> layouts(int ranks, int64_t total) {
   } else {
     // Ranks 2.. share the rest unevenly: each takes two thirds of what is left, the last all.
     for (int r = 2; r < ranks; ++r) {
-      const int64_t take = r == ranks - 1 ? left : std::max<int64_t>(1, (2 * left) / 3);
+      const int64_t take = r == ranks - 1 ? left : std::min(left, std::max<int64_t>(1, (2 * left) / 3));
       ragged.cols[size_t(r)] = take;
       left -= take;
     }
