@@ -1,7 +1,7 @@
 # Builds one example project against the libsoftmax installed in PREFIX (find_package(softmax
 # CONFIG COMPONENTS ...), as a user would) and runs it, under LAUNCH when given (mpiexec -n 2).
 #   cmake -DSOURCE_DIR=<examples/mpi> -DWORK_DIR=<scratch> -DPREFIX=<prefix> -DGENERATOR=<generator>
-#         -DEXE=<program> [-DLAUNCH=<launcher;args>] [-DCUDA_ARCHITECTURES=<archs>]
+#         -DEXE=<program> [-DLAUNCH=<launcher;args>]
 #         -P build_installed_example.cmake
 # A program that exits with 77 could not run here (no GPU); this prints "SKIPPED: <why>" and
 # succeeds, which ctest reports as a skip.
@@ -13,12 +13,8 @@ function(run what)
 endfunction()
 
 file(REMOVE_RECURSE "${WORK_DIR}")
-set(extra "")
-if(CUDA_ARCHITECTURES)
-  list(APPEND extra "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}")
-endif()
 run("configure ${SOURCE_DIR}" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}" -G "${GENERATOR}"
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${PREFIX}" ${extra})
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${PREFIX}")
 run("build ${SOURCE_DIR}" "${CMAKE_COMMAND}" --build "${WORK_DIR}")
 execute_process(COMMAND ${LAUNCH} "${WORK_DIR}/${EXE}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
