@@ -18,7 +18,7 @@ jobs=${SOFTMAX_JOBS:-$(nproc)}
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in cmake ninja-build g++ pkg-config libgtest-dev libhwy-dev python3-numpy abigail-tools \
-         clang libclang-rt-14-dev libomp-dev binutils; do
+         clang libclang-rt-14-dev libomp-dev binutils libopenmpi-dev openmpi-bin; do
   have_pkg "$p" || need+=("$p")
 done
 command -v cargo >/dev/null 2>&1 || need+=(cargo)
