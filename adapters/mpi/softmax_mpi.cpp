@@ -102,8 +102,8 @@ Outcome rows_mpi(const void* x, void* y, int64_t rows, int64_t local_cols, softm
                       softmax_row_stats(x, stats.core(), stats.core() + n, rows, local_cols, dtype, options));
   }
   if (local.good()) local = output_given("softmax_rows_mpi", "y", y, local_cols);
-  if (local.good()) local = stats.download();
   // libsoftmax writes nothing for a slice without columns; it joins the merge as (-inf, 0).
+  if (local.good() && local_cols != 0) local = stats.download();
   if (local.good() && local_cols == 0) {
     std::fill(stats.host(), stats.host() + n, -std::numeric_limits<float>::infinity());
     std::fill(stats.host() + n, stats.host() + 2 * n, 0.0f);
@@ -151,40 +151,36 @@ Outcome rows_backward_mpi(const void* y, const void* dy, void* dx, int64_t rows,
   if (rows == 0) return Outcome::ok();
   const size_t n = static_cast<size_t>(rows);
 
-  // The failure counts in [0, kFailureSlots), then row_dot: MPI_SUM adds both.
+  // Reduced with MPI_SUM: the failure counts in [0, kFailureSlots) of the host buffer, then
+  // row_dot (the part libsoftmax sees).
   StatsStaging stats;
   Outcome local =
-      stats.open(runs_on_cuda_backend(options, {y, dy, dx}), requested_stream(options), kFailureSlots + n);
+      stats.open(runs_on_cuda_backend(options, {y, dy, dx}), requested_stream(options), n, kFailureSlots);
   if (local.good()) {
-    local = core_step("softmax_backward_row_stats", softmax_backward_row_stats(y, dy, stats.core() + kFailureSlots,
-                                                                               rows, local_cols, dtype, options));
+    local = core_step("softmax_backward_row_stats",
+                      softmax_backward_row_stats(y, dy, stats.core(), rows, local_cols, dtype, options));
   }
   if (local.good()) local = output_given("softmax_rows_backward_mpi", "dx", dx, local_cols);
-  if (local.good()) local = stats.download();
-  // The slots and, for a slice without columns (libsoftmax writes nothing), the zero row_dot are
-  // set on the host after the download, which only copies what the device holds.
-  float* host = stats.host();
-  std::fill(host, host + kFailureSlots, 0.0f);
+  // libsoftmax writes nothing for a slice without columns: its row_dot stays 0.
+  if (local.good() && local_cols != 0) local = stats.download();
+  float* reduced = stats.host_with_prefix();
   if (!local.good()) {
-    std::fill(host + kFailureSlots, host + kFailureSlots + n, 0.0f);
-    host[status_slot(local.status)] = 1.0f;
-  } else if (local_cols == 0) {
-    std::fill(host + kFailureSlots, host + kFailureSlots + n, 0.0f);
+    std::fill(stats.host(), stats.host() + n, 0.0f);
+    reduced[status_slot(local.status)] = 1.0f;
   }
 
   if (Outcome o = mpi_step("MPI_Allreduce of row_dot",
-                           MPI_Allreduce(MPI_IN_PLACE, host, static_cast<int>(kFailureSlots + n), MPI_FLOAT,
+                           MPI_Allreduce(MPI_IN_PLACE, reduced, static_cast<int>(kFailureSlots + n), MPI_FLOAT,
                                          MPI_SUM, comm));
       !o.good())
     return o;
   if (!local.good()) return local;
   for (int slot = kLastStatus; slot >= 1; --slot) {
-    if (host[slot] != 0.0f) return other_rank_failed(slot);
+    if (reduced[slot] != 0.0f) return other_rank_failed(slot);
   }
   if (Outcome o = stats.upload(); !o.good()) return o;
   return core_step("softmax_rows_backward_from_stats",
-                   softmax_rows_backward_from_stats(y, dy, dx, stats.core() + kFailureSlots, rows, local_cols,
-                                                    dtype, options));
+                   softmax_rows_backward_from_stats(y, dy, dx, stats.core(), rows, local_cols, dtype, options));
 }
 
 }  // namespace

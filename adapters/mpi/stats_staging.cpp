@@ -48,10 +48,12 @@ StatsStaging::~StatsStaging() {
   if (device_ != nullptr) cudaFreeAsync(device_, static_cast<cudaStream_t>(stream_));
 }
 
-Outcome StatsStaging::open(bool on_device, void* stream, size_t n) {
+Outcome StatsStaging::open(bool on_device, void* stream, size_t n, size_t host_prefix) {
   on_device_ = on_device;
   stream_ = stream;
-  host_.assign(n, 0.0f);
+  n_ = n;
+  prefix_ = host_prefix;
+  host_.assign(host_prefix + n, 0.0f);
   if (!on_device || n == 0) return Outcome::ok();
   void* p = nullptr;
   if (Outcome o = cuda_step("cudaMallocAsync (row statistics)",
@@ -63,23 +65,22 @@ Outcome StatsStaging::open(bool on_device, void* stream, size_t n) {
 }
 
 Outcome StatsStaging::download() {
-  if (!on_device_ || host_.empty()) return Outcome::ok();
+  if (!on_device_ || n_ == 0) return Outcome::ok();
   const auto s = static_cast<cudaStream_t>(stream_);
   if (Outcome o = cuda_step("cudaMemcpyAsync (row statistics to the host)",
-                            cudaMemcpyAsync(host_.data(), device_, host_.size() * sizeof(float),
-                                            cudaMemcpyDeviceToHost, s));
+                            cudaMemcpyAsync(host(), device_, n_ * sizeof(float), cudaMemcpyDeviceToHost, s));
       !o.good())
     return o;
   return cuda_step("cudaStreamSynchronize (before the all-reduce)", cudaStreamSynchronize(s));
 }
 
 Outcome StatsStaging::upload() {
-  if (!on_device_ || host_.empty()) return Outcome::ok();
+  if (!on_device_ || n_ == 0) return Outcome::ok();
   // From pageable memory the copy is staged before cudaMemcpyAsync returns, so host_ may be freed
   // while the copy is still queued.
   return cuda_step("cudaMemcpyAsync (merged row statistics to the device)",
-                   cudaMemcpyAsync(device_, host_.data(), host_.size() * sizeof(float),
-                                   cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream_)));
+                   cudaMemcpyAsync(device_, host(), n_ * sizeof(float), cudaMemcpyHostToDevice,
+                                   static_cast<cudaStream_t>(stream_)));
 }
 
 #else  // no CUDA in this build: statistics are always host arrays
@@ -88,9 +89,11 @@ bool runs_on_cuda_backend(const softmax_options*, std::initializer_list<const vo
 
 StatsStaging::~StatsStaging() = default;
 
-Outcome StatsStaging::open(bool /*on_device*/, void* stream, size_t n) {
+Outcome StatsStaging::open(bool /*on_device*/, void* stream, size_t n, size_t host_prefix) {
   stream_ = stream;
-  host_.assign(n, 0.0f);
+  n_ = n;
+  prefix_ = host_prefix;
+  host_.assign(host_prefix + n, 0.0f);
   return Outcome::ok();
 }
 

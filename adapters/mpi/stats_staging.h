@@ -27,12 +27,16 @@ class StatsStaging {
   StatsStaging(const StatsStaging&) = delete;
   StatsStaging& operator=(const StatsStaging&) = delete;
 
-  // `n` floats in device memory (ordered on `stream`) when on_device, else in host memory.
-  Outcome open(bool on_device, void* stream, size_t n);
-  // The array libsoftmax reads and writes (device or host).
-  float* core() { return on_device_ ? device_ : host_.data(); }
-  // The host copy MPI works on (the same array for host data).
-  float* host() { return host_.data(); }
+  // `n` floats in device memory (ordered on `stream`) when on_device, else in host memory. The
+  // host copy gets `host_prefix` more floats in front, for what the all-reduce carries besides
+  // the statistics.
+  Outcome open(bool on_device, void* stream, size_t n, size_t host_prefix = 0);
+  // The n floats libsoftmax reads and writes (device or host).
+  float* core() { return on_device_ ? device_ : host(); }
+  // Their host copy (the same array for host data).
+  float* host() { return host_.data() + prefix_; }
+  // The host prefix followed by the host copy, contiguous: what MPI reduces.
+  float* host_with_prefix() { return host_.data(); }
   // Device -> host (waits for the stream: MPI runs on the host); nothing for host data.
   Outcome download();
   // Host -> device, ordered on the stream; nothing for host data.
@@ -42,6 +46,8 @@ class StatsStaging {
   bool on_device_ = false;
   void* stream_ = nullptr;
   float* device_ = nullptr;
+  size_t n_ = 0;
+  size_t prefix_ = 0;
   std::vector<float> host_;
 };
 
