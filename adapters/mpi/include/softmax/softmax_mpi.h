@@ -9,12 +9,14 @@
  * options (MPI's own rule for collective operations). Storage types, flags and memory spaces are
  * those of libsoftmax (softmax/softmax.h).
  *
- * Failure: a rank whose local step fails (bad argument, CUDA error) still takes part in the
- * all-reduce and tells the others, so no rank waits forever and no rank writes any output. The
- * failing rank returns its own status; the others return the highest failing status of the
- * communicator, and softmax_mpi_last_error() names it. Errors found before any communication
- * (rows < 0 or too large, comm == MPI_COMM_NULL, MPI not initialised) are the same on every rank
- * given the same arguments, so every rank returns without communicating.
+ * Failure: a rank whose local step fails (a bad argument, a NULL output, a CUDA error) still
+ * takes part in the all-reduce and tells the others, so no rank waits forever and no rank writes
+ * any output. The failing rank returns its own status; the others return the highest failing
+ * status of the communicator, and softmax_mpi_last_error() says so. Errors found before any
+ * communication (rows < 0 or too large, comm == MPI_COMM_NULL, MPI not initialised) are the same
+ * on every rank given the same arguments, so every rank returns without communicating. Faults of
+ * the output that only the last step sees (wrong memory space, partial overlap with an input)
+ * are reported by that rank alone, after the all-reduce; it writes nothing, the others succeed.
  */
 #ifndef SOFTMAX_SOFTMAX_MPI_H
 #define SOFTMAX_SOFTMAX_MPI_H
