@@ -216,6 +216,29 @@ TEST(MpiRowsErrors, OneRankWithANullOutputFailsEveryRankBeforeAnyWrite) {
   EXPECT_TRUE(f.y.bytes == f.y_before.bytes) << "y was written by a failed call";
 }
 
+TEST(MpiRowsErrors, AnOverlappingOutputFailsOnlyItsRankAfterTheAllReduce) {
+  // Only softmax_rows_from_stats reads y, after the all-reduce: rank 0's partial overlap of y
+  // with x is its own failure (nothing written), the other ranks finish normally.
+  const int64_t rows = 3, width = 5;
+  Buffer xy = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * width + 1), case_seed());
+  const Buffer xy_before = xy;
+  FailureCase f = failure_case(rows, width);
+  const softmax_options o = options_for(false);
+  float* x = static_cast<float*>(xy.data());
+  const softmax_status s = g_rank == 0 ? softmax_rows_mpi(x, x + 1, rows, width, SOFTMAX_DTYPE_F32, MPI_COMM_WORLD, &o)
+                                       : softmax_rows_mpi(f.x.data(), f.y.data(), rows, width, SOFTMAX_DTYPE_F32,
+                                                          MPI_COMM_WORLD, &o);
+  if (g_rank == 0) {
+    EXPECT_EQ(s, SOFTMAX_STATUS_OVERLAPPING_BUFFERS) << softmax_mpi_last_error();
+    EXPECT_NE(std::string(softmax_mpi_last_error()).find("softmax_rows_from_stats"), std::string::npos)
+        << softmax_mpi_last_error();
+    EXPECT_TRUE(xy.bytes == xy_before.bytes) << "a failed call wrote its buffers";
+  } else {
+    EXPECT_EQ(s, SOFTMAX_STATUS_SUCCESS) << softmax_mpi_last_error();
+    EXPECT_FALSE(f.y.bytes == f.y_before.bytes) << "a successful call wrote nothing";
+  }
+}
+
 TEST(MpiRowsErrors, DifferentFailuresReportTheHighestStatusElsewhere) {
   // Rank 0: negative local_cols (INVALID_SIZE = 2); last rank: a NULL input (NULL_POINTER = 1).
   const int64_t rows = 3;
