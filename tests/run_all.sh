@@ -31,8 +31,8 @@ stage_done() {  # <stage> <start second>
 [ -d "$HOME/.cargo/bin" ] && export PATH="$PATH:$HOME/.cargo/bin"
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake ninja-build g++ pkg-config libgtest-dev libhwy-dev python3 python3-numpy abigail-tools \
-         clang libclang-rt-14-dev libomp-dev binutils dpkg-dev; do
+for p in cmake ninja-build g++ pkg-config libgtest-dev libhwy-dev python3 python3-numpy python3-venv \
+         abigail-tools clang libclang-rt-14-dev libomp-dev binutils dpkg-dev libopenmpi-dev openmpi-bin; do
   have_pkg "$p" || need+=("$p")
 done
 command -v cargo >/dev/null 2>&1 || need+=(cargo)
