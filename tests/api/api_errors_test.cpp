@@ -62,11 +62,11 @@ std::vector<ErrorCase> error_cases() {
        [](Arena& a) {
          return softmax_dropout(a.x(), nullptr, a.mask(), kRows, kCols, SOFTMAX_DTYPE_F32, 0.5f, 1, 0, nullptr);
        }},
-      {"zero_rows", SOFTMAX_STATUS_INVALID_SIZE, "rows must be > 0, got 0",
-       [](Arena& a) { return softmax_rows(a.x(), a.y(), 0, kCols, SOFTMAX_DTYPE_F32, nullptr); }},
-      {"negative_cols", SOFTMAX_STATUS_INVALID_SIZE, "cols must be > 0, got -3",
+      {"negative_rows", SOFTMAX_STATUS_INVALID_SIZE, "rows must be >= 0, got -1",
+       [](Arena& a) { return softmax_rows(a.x(), a.y(), -1, kCols, SOFTMAX_DTYPE_F32, nullptr); }},
+      {"negative_cols", SOFTMAX_STATUS_INVALID_SIZE, "cols must be >= 0, got -3",
        [](Arena& a) { return softmax_rows(a.x(), a.y(), kRows, -3, SOFTMAX_DTYPE_F32, nullptr); }},
-      {"int64_min_rows", SOFTMAX_STATUS_INVALID_SIZE, "rows must be > 0",
+      {"int64_min_rows", SOFTMAX_STATUS_INVALID_SIZE, "rows must be >= 0, got -9223372036854775808",
        [](Arena& a) {
          return softmax_rows(a.x(), a.y(), std::numeric_limits<int64_t>::min(), kCols, SOFTMAX_DTYPE_F32, nullptr);
        }},
@@ -84,8 +84,8 @@ std::vector<ErrorCase> error_cases() {
          return softmax_dropout(a.x(), a.y(), nullptr, std::numeric_limits<int64_t>::max(), 2,
                                 SOFTMAX_DTYPE_BF16, 0.1f, 1, 0, nullptr);
        }},
-      {"unknown_dtype", SOFTMAX_STATUS_INVALID_DTYPE, "dtype is 3",
-       [](Arena& a) { return softmax_rows(a.x(), a.y(), kRows, kCols, static_cast<softmax_dtype>(3), nullptr); }},
+      {"unknown_dtype", SOFTMAX_STATUS_INVALID_DTYPE, "dtype is 4",
+       [](Arena& a) { return softmax_rows(a.x(), a.y(), kRows, kCols, static_cast<softmax_dtype>(4), nullptr); }},
       {"negative_dtype", SOFTMAX_STATUS_INVALID_DTYPE, "dtype is -1",
        [](Arena& a) { return softmax_rows(a.x(), a.y(), kRows, kCols, static_cast<softmax_dtype>(-1), nullptr); }},
       {"unknown_backend", SOFTMAX_STATUS_INVALID_BACKEND, "options->backend is 9",

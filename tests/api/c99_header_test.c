@@ -22,9 +22,15 @@ int main(void) {
     fprintf(stderr, "wrong result: sums %.9f %.9f\n", sum0, sum1);
     return 1;
   }
-  s = softmax_rows(x, y, 0, 3, SOFTMAX_DTYPE_F32, NULL);
+  s = softmax_rows(x, y, -1, 3, SOFTMAX_DTYPE_F32, NULL);
   if (s != SOFTMAX_STATUS_INVALID_SIZE || softmax_last_error()[0] == '\0') {
-    fprintf(stderr, "rows = 0 was not rejected with a message\n");
+    fprintf(stderr, "rows = -1 was not rejected with a message\n");
+    return 1;
+  }
+  /* An empty matrix is a successful call that reads no pointer. */
+  s = softmax_rows(NULL, NULL, 0, 3, SOFTMAX_DTYPE_F32, NULL);
+  if (s != SOFTMAX_STATUS_SUCCESS || softmax_last_error()[0] != '\0') {
+    fprintf(stderr, "rows = 0 with NULL pointers: %s: %s\n", softmax_status_string(s), softmax_last_error());
     return 1;
   }
   printf("C99 caller OK, libsoftmax %s\n", softmax_version());
