@@ -81,8 +81,17 @@ case "$mode" in
     dbg="${3:?library with debug info}"
     headers="${4:?include/softmax}"
     exported_symbols "$lib" >"$here/exported_symbols.txt"
-    # No paths in the baseline: it must not depend on where the build tree was.
-    abidw --headers-dir "$headers" --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types --drop-undefined-syms "$dbg" >"$here/baseline.abi"
+    # No machine paths in the baseline: it must not depend on where the source or build tree
+    # was. abidw's options drop the corpus and compilation-directory paths; each translation
+    # unit's path (the DWARF name of its source file) is made relative to the source root here.
+    # abidiff matches functions and types, not translation-unit paths, so nothing is lost.
+    root="$(cd "$headers/../.." && pwd)"
+    abidw --headers-dir "$headers" --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types \
+      --drop-undefined-syms "$dbg" | sed "s|path='$root/|path='|" >"$here/baseline.abi"
+    if grep -n "path='/" "$here/baseline.abi"; then
+      echo "FAIL: the baseline still names absolute paths (above); relativise them too" >&2
+      exit 1
+    fi
     echo "wrote $here/exported_symbols.txt and $here/baseline.abi"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
