@@ -7,6 +7,11 @@
 #   check_abi.sh update   <libsoftmax.so> <libsoftmax.so with -g> <include/softmax>
 #                                                 rewrite exported_symbols.txt and baseline.abi
 #
+# The library with -g is the build's twin, <build>/tests/reliability/abi_twin/libsoftmax.so
+# (target softmax_abi_twin), e.g. from the top of the source tree:
+#   tests/reliability/abi/check_abi.sh update build/libsoftmax.so \
+#     build/tests/reliability/abi_twin/libsoftmax.so include/softmax
+#
 # Changing the ABI on purpose: a compatible addition (a new softmax_* function, a new status
 # value) needs `update`; an incompatible change (removed or changed function, changed struct
 # layout or enum value) also needs the SONAME bumped (SOVERSION in the top CMakeLists.txt) so
