@@ -65,6 +65,9 @@ struct Tolerance {
   double storage;  // relative rounding of the output type
   double floor;    // absolute: values near the output type's subnormals (flushed or rounded)
   double range;    // intermediates beyond this overflow the arithmetic: not judged
+  // Absolute error of one intermediate near the arithmetic type's subnormals (an exp or a
+  // product that underflows, or is flushed to zero), to be scaled by what multiplies it.
+  double arith_floor;
 };
 
 inline Tolerance tolerance_for(int32_t out_type, bool fp64, int64_t cols) {
@@ -72,6 +75,7 @@ inline Tolerance tolerance_for(int32_t out_type, bool fp64, int64_t cols) {
   Tolerance t;
   t.arith = (fp64 ? 1e-13 : 2e-5) * growth;
   t.range = fp64 ? 1e300 : 1e37;
+  t.arith_floor = fp64 ? 0x1p-1020 : 0x1p-124;
   switch (out_type) {
     case SOFTMAX_DTYPE_F16: t.storage = 0x1p-10; t.floor = 0x1p-23; break;
     case SOFTMAX_DTYPE_BF16: t.storage = 0x1p-7; t.floor = 0x1p-125; break;
@@ -248,11 +252,12 @@ inline std::string check_dx_element(const Io& io, size_t r, size_t col, const Ro
     // y = -inf (a log-probability of 0) is an ordinary input here: exp(y) = 0, dx = dy.
     if (y == std::numeric_limits<double>::infinity()) return "";
     const double e = std::exp(y);
-    if (e * (std::fabs(d.dot) + d.magnitude) > tol.range) return "";
+    if (e > tol.range || e * (std::fabs(d.dot) + d.magnitude) > tol.range) return "";
     want = dy - e * d.dot;
-    const double y_growth = std::isfinite(y) ? 2.0 + std::fabs(y) : 0.0;  // exp's error grows with |y|
-    t = tol.arith * 4 * (std::fabs(dy) + e * (d.magnitude + std::fabs(d.dot) * y_growth)) +
-        tol.storage * std::fabs(want) + tol.floor;
+    // exp's relative error grows with |y|; e * |y| first, which is 0 where exp(y) underflows.
+    const double e_growth = std::isfinite(y) ? e * (2.0 + std::fabs(y)) : 0.0;
+    t = tol.arith * 4 * (std::fabs(dy) + e * d.magnitude + e_growth * std::fabs(d.dot)) +
+        tol.arith_floor * (std::fabs(d.dot) + 1.0) + tol.storage * std::fabs(want) + tol.floor;
   } else {
     if (std::isinf(y) || std::fabs(y) * (std::fabs(dy) + std::fabs(d.dot) + d.magnitude) > tol.range) return "";
     if (y == 0.0) {
@@ -261,7 +266,7 @@ inline std::string check_dx_element(const Io& io, size_t r, size_t col, const Ro
     }
     want = y * (dy - d.dot);
     t = tol.arith * 4 * std::fabs(y) * (std::fabs(dy) + d.magnitude + std::fabs(d.dot)) +
-        tol.storage * std::fabs(want) + tol.floor;
+        tol.arith_floor * (std::fabs(dy) + std::fabs(d.dot) + 1.0) + tol.storage * std::fabs(want) + tol.floor;
   }
   if (!value_matches(got, want, t, max_finite(v.x_type))) return element_failure("dx", i, r, got, want, t);
   return "";
@@ -306,7 +311,8 @@ inline std::string check_backward_row_stats(const Io& io) {
       continue;
     }
     if (d.state == Inputs::Unjudged) continue;
-    const double t = tol.arith * d.magnitude + tol.storage * std::fabs(d.dot) + tol.floor;
+    const double t = tol.arith * d.magnitude + tol.arith_floor * static_cast<double>(io.cols) +
+                     tol.storage * std::fabs(d.dot) + tol.floor;
     if (!value_matches(got, d.dot, t, max_finite(SOFTMAX_DTYPE_F32))) {
       return element_failure("row_dot", r, r, got, d.dot, t);
     }
@@ -325,7 +331,7 @@ inline std::string check_dropout_backward(const Io& io) {
   for (size_t r = 0; r < io.rows; ++r) {
     softmax_row(io.before[0], r, io.cols, v.x_type, false, &s);
     bool nan = std::isnan(s[0]), unjudged = false;
-    double dot = 0, magnitude = 0;
+    double dot = 0, magnitude = 0, g_magnitude = 0;
     for (size_t col = 0; col < io.cols; ++col) {
       const size_t i = r * io.cols + col;
       if ((i & 3) == 0 || col == 0) keep4 = softmax_internal::dropout_keep4(io.seed, io.offset, i >> 2, a.p);
@@ -335,6 +341,7 @@ inline std::string check_dropout_backward(const Io& io) {
       unjudged |= std::isinf(g[col]) || std::fabs(g[col]) > tol.range;  // the dot then overflows too
       dot += s[col] * g[col];
       magnitude += std::fabs(s[col] * g[col]);
+      g_magnitude += std::fabs(g[col]);
     }
     unjudged |= magnitude > tol.range;
     for (size_t col = 0; col < io.cols; ++col) {
@@ -350,8 +357,10 @@ inline std::string check_dropout_backward(const Io& io) {
         if (got != 0.0) return element_failure("dx", i, r, got, 0.0, 0.0) + " (softmax is 0)";
         continue;
       }
-      // s carries the forward's relative error, which scales both terms alike.
+      // s carries the forward's relative error, which scales both terms alike, and near the
+      // arithmetic's subnormals an absolute one, scaled by what s multiplies.
       const double t = (tol.arith * 4 + tol.storage) * s[col] * (std::fabs(g[col]) + magnitude + std::fabs(dot)) +
+                       tol.arith_floor * (std::fabs(g[col]) + std::fabs(dot) + s[col] * g_magnitude) +
                        tol.storage * std::fabs(want) + tol.floor;
       if (!value_matches(got, want, t, max_finite(v.x_type))) return element_failure("dx", i, r, got, want, t);
     }
