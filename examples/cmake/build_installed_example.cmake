@@ -44,11 +44,12 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 if(LANG STREQUAL "c")
   set(source "${SOURCE_DIR}/softmax_example.c")
   set(std -std=c99)
+  set(extra_libs -lm)  # the C example calls expf and fabs
 else()
   set(source "${SOURCE_DIR}/softmax_example.cpp")
   set(std -std=c++17)
 endif()
 file(MAKE_DIRECTORY "${WORK_DIR}/pkgconfig")
-run("compile with pkg-config flags" "${COMPILER}" ${std} -Wall -Werror "${source}" ${flags}
+run("compile with pkg-config flags" "${COMPILER}" ${std} -Wall -Werror "${source}" ${flags} ${extra_libs}
     "-Wl,-rpath,${libdir}" -o "${WORK_DIR}/pkgconfig/${exe}")
 run("${exe} (pkg-config build)" "${WORK_DIR}/pkgconfig/${exe}")

@@ -1,5 +1,6 @@
 // Many threads calling the CPU backend at once: 16 threads, many calls each, mixed shapes, dtypes
-// and operations (softmax, log-softmax, dropout with and without a mask), interleaved with
+// and all eight functions (softmax, log-softmax, dropout with and without a mask, both
+// backwards, the four sharded-row statistics functions), in place or not, interleaved with
 // failing calls. Every successful result must be bit-identical to the same call made alone
 // beforehand (which was itself checked against the float64 reference), and each thread's
 // softmax_last_error() must describe that thread's own last call, whatever the others do.
@@ -13,11 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "op_call.h"
 #include "reference.h"
 
 namespace {
 
-using softmax_test::Buffer;
+using softmax_reliability::Op;
+using softmax_reliability::OpCall;
 
 #if defined(__SANITIZE_THREAD__)
 #define RELIABILITY_UNDER_TSAN 1
@@ -39,70 +42,37 @@ constexpr int kCallsPerThread = 120;
 #endif
 constexpr int kCallerThreads = 16;
 
-enum class Kind { Softmax, LogSoftmax, Dropout, DropoutNoMask };
+constexpr Op kOps[] = {Op::Rows,     Op::Dropout,       Op::RowsBackward,     Op::DropoutBackward,
+                       Op::RowStats, Op::RowsFromStats, Op::BackwardRowStats, Op::RowsBackwardFromStats};
 
 struct Job {
-  Kind kind;
-  softmax_dtype dtype;
-  int64_t rows, cols;
-  float p;
-  uint64_t seed, offset;
-  Buffer x;
-  Buffer want_y;                  // from a call made before any thread started
-  std::vector<uint8_t> want_mask;
+  OpCall call;
+  std::vector<std::vector<unsigned char>> want;  // the arrays after a call made before any thread started
 };
 
-softmax_status run(const Job& j, const void* x, void* y, uint8_t* mask, int num_threads) {
-  softmax_options o = softmax_default_options();
-  o.backend = SOFTMAX_BACKEND_CPU;
-  o.num_threads = num_threads;
-  switch (j.kind) {
-    case Kind::Softmax: return softmax_rows(x, y, j.rows, j.cols, j.dtype, &o);
-    case Kind::LogSoftmax:
-      o.flags = SOFTMAX_FLAG_LOG;
-      return softmax_rows(x, y, j.rows, j.cols, j.dtype, &o);
-    case Kind::Dropout:
-    case Kind::DropoutNoMask:
-      return softmax_dropout(x, y, j.kind == Kind::Dropout ? mask : nullptr, j.rows, j.cols,
-                             j.dtype, j.p, j.seed, j.offset, &o);
-  }
-  return SOFTMAX_STATUS_INTERNAL_ERROR;
-}
-
-// The jobs, each computed once alone and checked against the reference.
+// The jobs, each computed once alone and checked against the reference. Every function appears
+// with each of the shapes' families (the list cycles through both).
 std::vector<Job> make_jobs(uint64_t seed) {
-  const int64_t shapes[][2] = {{1, 1},   {3, 7},    {64, 33},  {17, 128}, {8, 1000},
+  const int64_t shapes[][2] = {{1, 1},   {3, 7},     {64, 33},  {17, 128}, {8, 1000},
                                {2, 4099}, {1, 40000}, {2, 70001}, {300, 64}, {5, 257}};
-  const softmax_dtype dtypes[] = {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16};
-  const Kind kinds[] = {Kind::Softmax, Kind::LogSoftmax, Kind::Dropout, Kind::DropoutNoMask};
+  const softmax_dtype dtypes[] = {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F64};
   std::mt19937_64 rng(seed);
   std::vector<Job> jobs;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 32; ++i) {
     const auto& s = shapes[i % 10];
-    const softmax_dtype dtype = dtypes[rng() % 3];
-    const Kind kind = kinds[rng() % 4];
-    const size_t n = size_t(s[0] * s[1]);
-    Job j{kind, dtype, s[0], s[1], float(rng() % 1000) / 1000.0f, rng(), rng() % 64,
-          softmax_test::random_input(dtype, n, rng()), Buffer(dtype, n), std::vector<uint8_t>(n)};
-    j.want_y.poison();
-    EXPECT_EQ(run(j, j.x.data(), j.want_y.data(), j.want_mask.data(), 1), SOFTMAX_STATUS_SUCCESS)
-        << softmax_last_error();
-    // Sanity of the stored answers against the float64 reference (scale undone for dropout).
-    const bool log = kind == Kind::LogSoftmax;
-    const bool dropout = kind == Kind::Dropout || kind == Kind::DropoutNoMask;
-    const float scale = dropout ? 1.0f / (1.0f - j.p) : 1.0f;
-    std::vector<double> ref;
-    for (size_t r = 0; r < size_t(j.rows); ++r) {
-      softmax_test::reference_row(j.x, r, size_t(j.cols), log, &ref);
-      for (size_t c = 0; c < size_t(j.cols); ++c) {
-        const size_t k = r * size_t(j.cols) + c;
-        const bool kept = !dropout || softmax_internal::dropout_keep(j.seed, j.offset, k, j.p);
-        if (kind == Kind::Dropout) EXPECT_EQ(j.want_mask[k], kept ? 1 : 0) << "job " << i;
-        const double got = j.want_y.get(k), want = kept ? ref[c] * scale : 0.0;
-        // Loose: tests/cpu owns accuracy; this only proves the stored answers are answers.
-        EXPECT_NEAR(got, want, 1e-2 * std::fabs(want) + 1e-6) << "job " << i << " element " << k;
-      }
-    }
+    const Op op = kOps[i % 8];
+    const auto& rule = softmax_reliability::op_rule(op);
+    const bool log = rule.log_allowed && rng() % 2 == 0;
+    const int choices = rule.f64_allowed ? 4 : 3;
+    const softmax_dtype dtype = dtypes[rng() % choices];
+    // Every fourth job stores y in another type (mixed precision).
+    const softmax_dtype y_dtype = i % 4 == 3 ? dtypes[rng() % choices] : dtype;
+    Job j{softmax_reliability::make_op_call(op, log, dtype, y_dtype, s[0], s[1], rng()), {}};
+    j.call.mask = rng() % 2 == 0;
+    EXPECT_EQ(j.call.run(&j.want, 1, false), SOFTMAX_STATUS_SUCCESS) << j.call.describe() << ": " << softmax_last_error();
+    // Loose: tests/cpu owns accuracy; this only proves the stored answers are answers.
+    const std::string wrong = j.call.check(j.want);
+    EXPECT_EQ(wrong, "") << "job " << i << ": " << j.call.describe();
     jobs.push_back(std::move(j));
   }
   return jobs;
@@ -124,43 +94,46 @@ TEST(Concurrency, SixteenThreadsMixedCallsGiveTheSameBitsAndTheirOwnErrors) {
       // Start together so the calls really overlap.
       ready.fetch_add(1);
       while (ready.load() < kCallerThreads) std::this_thread::yield();
+      std::vector<std::vector<unsigned char>> out;
       for (int call = 0; call < kCallsPerThread && failure.empty(); ++call) {
         const std::string where = "thread " + std::to_string(t) + " call " + std::to_string(call);
         if (rng() % 4 == 0) {
           // A failing call whose message names a number unique to this thread and call.
           const int64_t bad_cols = -(int64_t(t) * 100000 + call + 1);
           float x = 0, y = 0;
-          const softmax_status s = softmax_rows(&x, &y, 1, bad_cols, SOFTMAX_DTYPE_F32, nullptr);
+          const softmax_status s = rng() % 2 == 0
+                                       ? softmax_rows(&x, &y, 1, bad_cols, SOFTMAX_DTYPE_F32, nullptr)
+                                       : softmax_row_stats(&x, &y, &y, 1, bad_cols, SOFTMAX_DTYPE_F32, nullptr);
           const std::string msg = softmax_last_error();
           if (s != SOFTMAX_STATUS_INVALID_SIZE || msg.find(std::to_string(bad_cols)) == std::string::npos) {
-            failure = where + ": expected INVALID_SIZE naming " + std::to_string(bad_cols) +
-                      ", got " + softmax_status_string(s) + " \"" + msg + "\"";
+            failure = where + ": expected INVALID_SIZE naming " + std::to_string(bad_cols) + ", got " +
+                      softmax_status_string(s) + " \"" + msg + "\"";
           }
           continue;
         }
         const Job& j = jobs[rng() % jobs.size()];
         const int nt = kThreadChoices[rng() % (sizeof kThreadChoices / sizeof kThreadChoices[0])];
-        const bool in_place = rng() % 3 == 0;
-        Buffer y(j.dtype, j.x.size());
-        if (in_place) {
-          y.bytes = j.x.bytes;
-        } else {
-          y.poison();
-        }
-        std::vector<uint8_t> mask(j.x.size(), 0xCD);
-        const softmax_status s = run(j, in_place ? y.data() : j.x.data(), y.data(), mask.data(), nt);
+        // In place only where the element sizes of the aliased pair agree.
+        const int alias = j.call.in_place_output();
+        const bool in_place =
+            alias >= 0 && rng() % 3 == 0 &&
+            j.call.arrays[alias].size() == j.call.arrays[j.call.rule().array[alias].in_place_with].size();
+        const softmax_status s = j.call.run(&out, nt, in_place);
         const std::string msg = softmax_last_error();
         if (s != SOFTMAX_STATUS_SUCCESS) {
           failure = where + ": " + softmax_status_string(s) + " \"" + msg + "\"";
-        } else if (!msg.empty()) {
+          continue;
+        }
+        if (!msg.empty()) {
           failure = where + ": succeeded but softmax_last_error() is \"" + msg + "\"";
-        } else if (y.bytes != j.want_y.bytes) {
-          failure = where + ": result differs from the same call made alone (" +
-                    softmax_test::dtype_name(j.dtype) + " " + std::to_string(j.rows) + "x" +
-                    std::to_string(j.cols) + ", num_threads " + std::to_string(nt) +
-                    (in_place ? ", in place)" : ")");
-        } else if (j.kind == Kind::Dropout && mask != j.want_mask) {
-          failure = where + ": keep_mask differs from the same call made alone";
+          continue;
+        }
+        for (int i = 0; i < j.call.rule().arrays && failure.empty(); ++i) {
+          if (!j.call.is_output(i) || (j.call.op == Op::Dropout && i == 2 && !j.call.mask)) continue;
+          if (out[i] != j.want[i]) {
+            failure = where + ": " + j.call.rule().array[i].name + " differs from the same call made alone (" +
+                      j.call.describe() + ", num_threads " + std::to_string(nt) + (in_place ? ", in place)" : ")");
+          }
         }
       }
     });
@@ -181,6 +154,9 @@ TEST(Concurrency, LastErrorIsPerThread) {
     EXPECT_EQ(softmax_rows(&a, &b, 1, -99, SOFTMAX_DTYPE_F32, nullptr), SOFTMAX_STATUS_INVALID_SIZE);
     EXPECT_NE(std::string(softmax_last_error()).find("-99"), std::string::npos);
     EXPECT_EQ(softmax_rows(&a, &b, 1, 1, SOFTMAX_DTYPE_F32, nullptr), SOFTMAX_STATUS_SUCCESS);
+    EXPECT_STREQ(softmax_last_error(), "");
+    EXPECT_EQ(softmax_rows_backward(nullptr, nullptr, nullptr, 0, 5, SOFTMAX_DTYPE_F32, nullptr),
+              SOFTMAX_STATUS_SUCCESS);
     EXPECT_STREQ(softmax_last_error(), "");
   });
   other.join();

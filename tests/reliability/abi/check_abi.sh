@@ -7,6 +7,11 @@
 #   check_abi.sh update   <libsoftmax.so> <libsoftmax.so with -g> <include/softmax>
 #                                                 rewrite exported_symbols.txt and baseline.abi
 #
+# The library with -g is the build's twin, <build>/tests/reliability/abi_twin/libsoftmax.so
+# (target softmax_abi_twin), e.g. from the top of the source tree:
+#   tests/reliability/abi/check_abi.sh update build/libsoftmax.so \
+#     build/tests/reliability/abi_twin/libsoftmax.so include/softmax
+#
 # Changing the ABI on purpose: a compatible addition (a new softmax_* function, a new status
 # value) needs `update`; an incompatible change (removed or changed function, changed struct
 # layout or enum value) also needs the SONAME bumped (SOVERSION in the top CMakeLists.txt) so
@@ -81,8 +86,17 @@ case "$mode" in
     dbg="${3:?library with debug info}"
     headers="${4:?include/softmax}"
     exported_symbols "$lib" >"$here/exported_symbols.txt"
-    # No paths in the baseline: it must not depend on where the build tree was.
-    abidw --headers-dir "$headers" --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types --drop-undefined-syms "$dbg" >"$here/baseline.abi"
+    # No machine paths in the baseline: it must not depend on where the source or build tree
+    # was. abidw's options drop the corpus and compilation-directory paths; each translation
+    # unit's path (the DWARF name of its source file) is made relative to the source root here.
+    # abidiff matches functions and types, not translation-unit paths, so nothing is lost.
+    root="$(cd "$headers/../.." && pwd)"
+    abidw --headers-dir "$headers" --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types \
+      --drop-undefined-syms "$dbg" | sed "s|path='$root/|path='|" >"$here/baseline.abi"
+    if grep -n "path='/" "$here/baseline.abi"; then
+      echo "FAIL: the baseline still names absolute paths (above); relativise them too" >&2
+      exit 1
+    fi
     echo "wrote $here/exported_symbols.txt and $here/baseline.abi"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;

@@ -17,6 +17,46 @@ softmax_status fuzz_call_dropout(const void* x, void* y, uint8_t* keep_mask, int
                          (const softmax_options*)options);
 }
 
+softmax_status fuzz_call_rows_backward(const void* y, const void* dy, void* dx, int64_t rows,
+                                       int64_t cols, int32_t dtype, const void* options) {
+  return softmax_rows_backward(y, dy, dx, rows, cols, (softmax_dtype)dtype,
+                               (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_dropout_backward(const void* x, const void* dy, void* dx, int64_t rows,
+                                          int64_t cols, int32_t dtype, float p, uint64_t seed,
+                                          uint64_t offset, const void* options) {
+  return softmax_dropout_backward(x, dy, dx, rows, cols, (softmax_dtype)dtype, p, seed, offset,
+                                  (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_row_stats(const void* x, float* row_max, float* row_sumexp, int64_t rows,
+                                   int64_t cols, int32_t dtype, const void* options) {
+  return softmax_row_stats(x, row_max, row_sumexp, rows, cols, (softmax_dtype)dtype,
+                           (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_rows_from_stats(const void* x, void* y, const float* row_max,
+                                         const float* row_sumexp, int64_t rows, int64_t cols,
+                                         int32_t dtype, const void* options) {
+  return softmax_rows_from_stats(x, y, row_max, row_sumexp, rows, cols, (softmax_dtype)dtype,
+                                 (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_backward_row_stats(const void* y, const void* dy, float* row_dot,
+                                            int64_t rows, int64_t cols, int32_t dtype,
+                                            const void* options) {
+  return softmax_backward_row_stats(y, dy, row_dot, rows, cols, (softmax_dtype)dtype,
+                                    (const softmax_options*)options);
+}
+
+softmax_status fuzz_call_rows_backward_from_stats(const void* y, const void* dy, void* dx,
+                                                  const float* row_dot, int64_t rows, int64_t cols,
+                                                  int32_t dtype, const void* options) {
+  return softmax_rows_backward_from_stats(y, dy, dx, row_dot, rows, cols, (softmax_dtype)dtype,
+                                          (const softmax_options*)options);
+}
+
 const char* fuzz_status_string(int32_t status) { return softmax_status_string((softmax_status)status); }
 
 int fuzz_backend_available(int32_t backend) { return softmax_backend_available((softmax_backend)backend); }
