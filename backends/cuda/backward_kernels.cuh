@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 // Split rows: the stats role writes each part's share of D, the finish role sums its row's
 // shares (the same order in every block) and writes dx for its part.
 template <class T, class Y, class A, Backward kOp>
-__global__ void __launch_bounds__(kSplitThreads, 2) split_rows_backward(BackwardArgs a, SplitShape sp, SplitWave w) {
+__global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(BackwardArgs a, SplitShape sp, SplitWave w) {
   constexpr int V = kChunkElems<T>;
   constexpr int K = kSplitK / 2;  // two arrays in registers
   constexpr int64_t kTile = int64_t(kSplitThreads) * K;

@@ -129,6 +129,7 @@ cuda_kernels::DropoutKeys dropout_keys(const DropoutParams& d) {
   // 0 < p < 1 here: some word is always kept (u(2^32 - 1) = 1 > p), so the threshold fits.
   k.threshold = static_cast<uint32_t>(dropout_keep_threshold(d.p));
   k.scale = dropout_scale(d.p);
+  k.scale64 = 1.0 / (1.0 - static_cast<double>(d.p));
   return k;
 }
 

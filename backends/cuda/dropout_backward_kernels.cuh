@@ -53,7 +53,7 @@ __device__ __forceinline__ void apply_keep(const DropoutBackwardArgs& a, uint64_
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
-    for (int j = 0; j < V; ++j) g[k][j] = ((bits[k] >> j) & 1u) ? g[k][j] * A(a.keys.scale) : A(0);
+    for (int j = 0; j < V; ++j) g[k][j] = ((bits[k] >> j) & 1u) ? g[k][j] * a.keys.template scale_as<A>() : A(0);
   }
 }
 

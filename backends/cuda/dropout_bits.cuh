@@ -20,7 +20,16 @@ struct DropoutKeys {
   uint32_t k0, k1;
   uint64_t offset;
   uint32_t threshold;
-  float scale;  // 1 / (1 - p)
+  float scale;     // 1 / (1 - p) in fp32 (dropout_scale)
+  double scale64;  // the same in fp64, for fp64 arithmetic
+  template <class A>
+  __device__ __forceinline__ A scale_as() const {
+    if constexpr (sizeof(A) == 8) {
+      return scale64;
+    } else {
+      return scale;
+    }
+  }
 };
 
 // Philox4x32-10 with each 32x32 -> 64 product as one wide multiply.

@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       } else {
         A f = factor[r], log_offset = A(0);
         if (a.log_softmax) log_offset = M[r] + log(S[r]);
-        if constexpr (kOp == Forward::Dropout) f *= A(a.keys.scale);
+        if constexpr (kOp == Forward::Dropout) f *= a.keys.template scale_as<A>();
         const int64_t first = (live ? row : 0) * int64_t(cols);
         finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], f, log_offset);
       }
@@ -296,7 +296,7 @@ struct SplitTile {
 };
 
 template <class T, class Y, class A, Forward kOp>
-__global__ void __launch_bounds__(kSplitThreads, 2) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
+__global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
   constexpr int V = kChunkElems<T>;
   constexpr int K = kSplitK;
   using Part = Weighted<A, 1>;
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_forward(ForwardAr
   }
   const Shift<A> sh(M);
   A factor = sh.to_m / S;
-  if constexpr (kOp == Forward::Dropout) factor *= A(a.keys.scale);
+  if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
   const A log_offset = a.log_softmax ? M + log(S) : A(0);
   const int64_t last = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
   for (int64_t t = last; t >= begin; t -= kSplitTile) {

@@ -12,12 +12,16 @@ namespace {
 
 using namespace cuda_kernels;
 
+// Dropout's Philox state leaves 16-bit rows half the chunks per thread (two arrays' worth).
+template <class T, Forward kOp>
+constexpr int kForwardArrays = kOp == Forward::Dropout && Elem<T>::kBytes == 2 ? 2 : 1;
+
 template <class T, class Y, class A, Forward kOp>
 struct Launches {
   const ForwardArgs& a;
   const LaunchEnv& env;
   static constexpr int V = kChunkElems<T>;
-  static constexpr int KMAX = max_chunks(V, 1);
+  static constexpr int KMAX = max_chunks(V, kForwardArrays<T, kOp>);
   static constexpr const char* kName = "softmax forward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
@@ -35,7 +39,7 @@ struct Launches {
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 1, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, kForwardArrays<T, kOp>, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

@@ -190,9 +190,21 @@ struct BlockScratch {
   P block[2][R];  // this block's result, read by the other blocks of its cluster
 };
 
-__device__ __forceinline__ void cluster_barrier() {
+// A barrier over the blocks of a cluster. Every barrier.cluster instruction is executed by whole
+// warps (.aligned). With `publish`, warp 0 (which holds thread 0, the writer of the block's
+// shared-memory slot) arrives with release semantics so that the slot is visible to the other
+// blocks after the wait; every other arrival is relaxed: a release costs a fence that waits for
+// the thread's outstanding memory operations, which no other warp needs to pay.
+__device__ __forceinline__ void cluster_barrier(bool publish = false) {
 #if SOFTMAX_CUDA_CLUSTERS
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  if (publish && threadIdx.x < 32) {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  } else {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  (void)publish;
 #endif
 }
 
@@ -219,7 +231,7 @@ __device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, 
 #pragma unroll
       for (int r = 0; r < R; ++r) sm.block[gen][r] = p[r];
     }
-    cluster_barrier();
+    cluster_barrier(true);
 #pragma unroll
     for (int r = 0; r < R; ++r) p[r] = lane < cluster ? *cl.map_shared_rank(&sm.block[gen][r], lane) : Identity<P>::value();
     lane_reduce(p, 32);

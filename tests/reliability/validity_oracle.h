@@ -259,6 +259,18 @@ inline Verdict judge(const CallArgs& c) {
   for (int i = 0; i < rule.arrays; ++i) {
     if (c.array[i] == nullptr && !rule.array[i].optional) v.allow(SOFTMAX_STATUS_NULL_POINTER);
   }
+  // "an array is not aligned to its element size" (MISALIGNED_POINTER).
+  for (int i = 0; i < rule.arrays; ++i) {
+    if (c.array[i] == nullptr) continue;
+    size_t es = 0;
+    switch (rule.array[i].storage) {
+      case Storage::X: es = x_es; break;
+      case Storage::Y: es = y_es; break;
+      case Storage::Mask: es = 1; break;
+      case Storage::RowFloat: es = sizeof(float); break;
+    }
+    if (es != 0 && reinterpret_cast<uintptr_t>(c.array[i]) % es != 0) v.allow(SOFTMAX_STATUS_MISALIGNED_POINTER);
+  }
 
   if (sizes_known) {
     for (int i = 0; i < rule.arrays; ++i) {
