@@ -63,14 +63,16 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 stamp "correctness suites"
 lb timeout "$(cap 180)" "$CUDA_TESTS" > "$L/cuda_tests.log" 2>&1
 echo "rc=$?" >> "$L/cuda_tests.log"
-# The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced.
-FORCED_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.*:CudaRuntime.*:AllShapes/*'
-for forced in prefetch: prefetch:0 cluster:; do
-  IFS=: read -r strategy stages <<< "$forced"
-  SOFTMAX_CUDA_STRATEGY=$strategy SOFTMAX_CUDA_PREFETCH_STAGES=$stages lb timeout "$(cap 90)" "$CUDA_TESTS" \
-    --gtest_filter="$FORCED_FILTER" > "$L/forced_${strategy}${stages:+_cp_async}.log" 2>&1
-  echo "rc=$?" >> "$L/forced_${strategy}${stages:+_cp_async}.log"
+# The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced, and
+# the plan of GPUs without thread-block clusters (SOFTMAX_CUDA_MAX_CLUSTER=1).
+FORCED_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShapes/*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaBackward.*:CudaDropoutBackward.*:CudaSharded.*:CudaTypes.*'
+for strategy in segment block cluster split; do
+  SOFTMAX_CUDA_STRATEGY=$strategy lb timeout "$(cap 90)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
+    > "$L/forced_$strategy.log" 2>&1
+  echo "rc=$?" >> "$L/forced_$strategy.log"
 done
+SOFTMAX_CUDA_MAX_CLUSTER=1 lb timeout "$(cap 120)" "$CUDA_TESTS" > "$L/forced_no_clusters.log" 2>&1
+echo "rc=$?" >> "$L/forced_no_clusters.log"
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
 lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
 lb timeout "$(cap 30)" "$API_TESTS" > "$L/api_tests.log" 2>&1
@@ -82,15 +84,15 @@ san() {  # <tool> <filter>
     "$CUDA_TESTS" --gtest_filter="$2" > "$L/sanitizer_$1.log" 2>&1
   echo "$1 rc=$?" >> "$L/sanitizer_$1.log"
 }
-san memcheck 'CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaRuntime.*' &
+san memcheck 'CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaRuntime.*:CudaBackward.InPlaceAndMisaligned:CudaDropoutBackward.*:CudaSharded.*' &
 # racecheck instruments every shared-memory access and is by far the slowest: the non-finite
-# test (few rows on every strategy: warp, prefetch with bulk copies and clusters, cluster_row,
-# split) and a misaligned cluster_row and a split shape.
+# test (few rows on every strategy: segments, blocks, clusters, split) and a misaligned block
+# and a split shape.
 san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllShapes/CudaRowsTest.*/f32_cols1048577' &
 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in cuda_tests forced_prefetch forced_prefetch_cp_async forced_cluster comparison_tests determinism_tests api_tests; do
+for f in cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters comparison_tests determinism_tests api_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
 cat "$L"/cuda_tests.log "$L"/forced_*.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log > "$OUT/tests_full.log"

@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         }
         sum = lanes_sum(sum, shape.width);
         S[r] = sum * sh.to_m;
-        factor[r] = A(1) / sum;  // the fast form's 2^delta cancels between e and sum
+        factor[r] = reciprocal(sum);  // the fast form's 2^delta cancels between e and sum
       }
     } else {
       // A block (or cluster) saves a barrier: each thread's partial is relative to its own max.

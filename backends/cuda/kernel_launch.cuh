@@ -92,9 +92,13 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
                                   dev.sm_count, &resident);
       !o.good())
     return o;
+  // Parts of at least kSplitMinTiles tiles: a block that reads one tile and leaves spends more
+  // on starting, reducing and merging than on its 16 KB. A single long row still gets every
+  // resident block.
+  constexpr int64_t kSplitMinTiles = 8;
   const int64_t chunks = ceil_div(cols, chunk_elems);
   const int64_t tiles = ceil_div(chunks, tile_chunks);
-  int64_t parts = std::clamp<int64_t>(resident, 1, tiles);
+  int64_t parts = std::clamp<int64_t>(std::min<int64_t>(resident, ceil_div(tiles, kSplitMinTiles)), 1, tiles);
   const int64_t part_chunks = ceil_div(tiles, parts) * tile_chunks;
   parts = ceil_div(chunks, part_chunks);
   const int64_t row_bytes = cols * bytes_per_col;

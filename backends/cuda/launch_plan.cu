@@ -30,7 +30,7 @@ const Overrides& overrides() {
     }
     if (const char* s = std::getenv("SOFTMAX_CUDA_MAX_CLUSTER"); s && *s) {
       const int c = std::atoi(s);
-      if (c >= 2 && c <= 16 && (c & (c - 1)) == 0) r.max_cluster = c;
+      if (c >= 1 && c <= 16 && (c & (c - 1)) == 0) r.max_cluster = c;  // 1: the path of GPUs without clusters
     }
     return r;
   }();
@@ -46,15 +46,17 @@ int pow2_at_least(int64_t n) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int round_up32(int64_t n) { return int((n + 31) / 32 * 32); }
 
+// The segment shape with the most chunks per thread that the row fills (each lane then folds
+// more of its row before the shuffles, which cost the same per row whatever K is), on the
+// narrowest segment that holds the row; rows shorter than that K take several rows per lane.
 bool segment_plan(int64_t chunks, const KernelFamily& f, Plan* p) {
-  for (int i = 0; i < f.segments; ++i) {
-    if (chunks <= int64_t(32) * f.segment_k[i]) {
-      *p = Plan{Strategy::Segment, f.segment_k[i], f.segment_r[i], pow2_at_least(ceil_div(chunks, f.segment_k[i])),
-                0, 1};
-      return true;
-    }
-  }
-  return false;
+  const int kmax = f.segment_k[f.segments - 1];
+  if (chunks > int64_t(32) * kmax) return false;
+  int i = f.segments - 1;
+  while (i > 0 && f.segment_k[i] > chunks) --i;
+  const int k = f.segment_k[i];
+  *p = Plan{Strategy::Segment, k, f.segment_r[i], pow2_at_least(ceil_div(chunks, k)), 0, 1};
+  return true;
 }
 
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {

@@ -80,7 +80,8 @@ struct Plan {
 // SOFTMAX_CUDA_STRATEGY=segment|block|cluster|split forces a strategy (tests and tuning): a
 // forced strategy that cannot hold the row fails the call with INTERNAL_ERROR and says so,
 // rather than quietly running another. SOFTMAX_CUDA_MAX_THREADS caps block threads (a multiple
-// of 32), SOFTMAX_CUDA_MAX_CLUSTER the cluster size (2..16); both are read once per process.
+// of 32), SOFTMAX_CUDA_MAX_CLUSTER the cluster size (1..16; 1 plans as on GPUs without thread
+// block clusters, before sm_90); both are read once per process.
 Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out);
 
 }  // namespace softmax_internal

@@ -68,6 +68,10 @@ struct Shift<double> {
   __device__ __forceinline__ double exp(double x) const { return ::exp(x - m); }
 };
 
+// 1/s rounded to nearest (MUFU.RCP and one Newton step, without the division's slow path).
+__device__ __forceinline__ float reciprocal(float s) { return __frcp_rn(s); }
+__device__ __forceinline__ double reciprocal(double s) { return 1.0 / s; }
+
 // exp(y) of a log-probability y <= 0 (the log-softmax backward).
 __device__ __forceinline__ float exp_of(float y) { return ex2(y * kLog2e); }
 __device__ __forceinline__ double exp_of(double y) { return ::exp(y); }

@@ -141,8 +141,13 @@ inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t co
                          : t == SOFTMAX_DTYPE_F32 ? 0x1p-24
                          : t == SOFTMAX_DTYPE_F16 ? 0x1p-11
                                                   : 0x1p-8;
-  const double unit = fp64_arith || t == SOFTMAX_DTYPE_F64 ? 2e-15 : 1e-6;
-  const double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
+  const bool fp64 = fp64_arith || t == SOFTMAX_DTYPE_F64;
+  const double unit = fp64 ? 1e-14 : 1e-6;
+  double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
+  // exp's condition number: y = exp(x - max) / sum inherits the rounding of its argument, so a
+  // probability far below 1 (|x - max| large, e.g. with large magnitudes) carries a relative
+  // error of about |log y| units of the arithmetic.
+  if (!log_softmax && ref != 0.0) arith += std::fabs(std::log(std::fabs(ref))) * (fp64 ? 0x1p-52 : 0x1p-23);
   const double floor = t == SOFTMAX_DTYPE_F64   ? 0x1p-1022
                        : t == SOFTMAX_DTYPE_F16 ? 0x1p-25
                                                 : 0x1p-126;
@@ -157,6 +162,17 @@ inline bool rounds_to_zero(softmax_dtype t, double ref) {
   return std::fabs(ref) < std::ldexp(1.0, half_min_subnormal_exp);
 }
 
+// True when `ref` overflows type t (a log-probability past -FLT_MAX, say): the output must then
+// be that infinity.
+inline bool rounds_to_infinity(softmax_dtype t, double ref) {
+  // The largest finite value plus half a step of the type.
+  const double limit = t == SOFTMAX_DTYPE_F64    ? INFINITY
+                       : t == SOFTMAX_DTYPE_F16  ? 65520.0
+                       : t == SOFTMAX_DTYPE_BF16 ? std::ldexp(255.5, 120)
+                                                 : std::ldexp(16777215.5, 104);
+  return std::fabs(ref) >= limit;
+}
+
 // One output element against its float64 value: NaN must stay NaN; an infinite expected value
 // (log-softmax of a -inf input) must be hit exactly, since inf - inf would make any tolerance
 // check NaN; a value that rounds to zero must be exactly +0; anything else within tolerance().
@@ -165,6 +181,7 @@ inline bool element_ok(softmax_dtype t, double got, double want, bool log_softma
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
   if (!log_softmax && rounds_to_zero(t, want)) return got == 0.0 && !std::signbit(got);
+  if (rounds_to_infinity(t, want)) return got == std::copysign(INFINITY, want);
   return std::fabs(got - want) <= tolerance(t, want, log_softmax, cols, fp64_arith);
 }
 
