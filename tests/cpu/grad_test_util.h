@@ -7,7 +7,10 @@
 #include <softmax/softmax.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -83,13 +86,16 @@ struct GradRef {
   std::vector<double> dx, bound;
 };
 
+// The sums run in long double (64-bit mantissa on x86-64), so that the reference stays well
+// ahead of fp64 arithmetic on rows of 10^5 elements.
 inline GradRef grad_reference_row(const std::vector<double>& y, const std::vector<double>& dy, bool log) {
   const size_t n = y.size();
-  double dot = 0.0, mag = 0.0;
+  long double dot_sum = 0.0L, mag_sum = 0.0L;
   for (size_t i = 0; i < n; ++i) {
-    dot += log ? dy[i] : y[i] * dy[i];
-    mag += log ? std::fabs(dy[i]) : std::fabs(y[i] * dy[i]);
+    dot_sum += log ? (long double)dy[i] : (long double)y[i] * dy[i];
+    mag_sum += log ? std::fabs((long double)dy[i]) : std::fabs((long double)y[i] * dy[i]);
   }
+  const double dot = double(dot_sum), mag = double(mag_sum);
   GradRef r{std::vector<double>(n), std::vector<double>(n)};
   for (size_t i = 0; i < n; ++i) {
     if (log) {
@@ -102,6 +108,25 @@ inline GradRef grad_reference_row(const std::vector<double>& y, const std::vecto
     }
   }
   return r;
+}
+
+// softmax of row r of x in float64 from long double sums (softmax_test::reference_row sums in
+// double, whose error on 10^5 terms approaches the fp64 tolerance itself). Non-finite rows as
+// there: NaN, +inf or all -inf give a NaN row.
+inline std::vector<double> softmax_row(const Buffer& x, int64_t r, int64_t cols) {
+  double m = -std::numeric_limits<double>::infinity();
+  bool nan = false;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double v = x.get(size_t(r * cols + c));
+    nan |= std::isnan(v);
+    m = std::max(m, v);
+  }
+  if (nan || std::isinf(m)) return std::vector<double>(static_cast<size_t>(cols), std::numeric_limits<double>::quiet_NaN());
+  long double s = 0.0L;
+  for (int64_t c = 0; c < cols; ++c) s += std::exp((long double)x.get(size_t(r * cols + c)) - m);
+  std::vector<double> out(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) out[size_t(c)] = double(std::exp((long double)x.get(size_t(r * cols + c)) - m) / s);
+  return out;
 }
 
 inline std::vector<double> row_of(const Buffer& b, int64_t r, int64_t cols) {
