@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "backends/common/philox.h"
@@ -21,9 +23,24 @@ struct Shape {
   int64_t rows, cols;
 };
 
-// Tiles of short rows; whole rows per thread with s and g kept (up to 8 chunks) and recomputed
-// (9 chunks); few long rows by chunks. Odd lengths put Philox groups of 4 across rows and chunks.
-const Shape kShapes[] = {{7, 3}, {30, 33}, {5, 1025}, {9, 2 * 8192 + 5}, {8, 9 * 8192 + 1}, {2, 3 * 8192 + 3}};
+// Tiles of short rows; whole rows per thread with s and g kept (up to 8 chunks); few long rows
+// by chunks; whole rows of 9 chunks, whose s and g are recomputed in each pass (kBigShape, for
+// a few pairs only: it is the largest). Odd lengths put Philox groups of 4 across rows and
+// chunks.
+const Shape kShapes[] = {{7, 3}, {30, 33}, {5, 1025}, {9, 2 * 8192 + 5}, {2, 3 * 8192 + 3}};
+const Shape kBigShape{8, 9 * 8192 + 1};
+
+const Pair kSomePairs[] = {{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, {SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16},
+                           {SOFTMAX_DTYPE_F64, SOFTMAX_DTYPE_F64}};
+
+// Every shape for the few pairs, the shapes but the biggest for every pair.
+std::vector<std::pair<Pair, Shape>> cases() {
+  std::vector<std::pair<Pair, Shape>> out;
+  for (const Pair p : softmax_grad_test::all_pairs())
+    for (const Shape s : kShapes) out.push_back({p, s});
+  for (const Pair p : kSomePairs) out.push_back({p, kBigShape});
+  return out;
+}
 
 struct Dropout {
   float p;
@@ -92,18 +109,16 @@ DropoutRef reference_row(const Buffer& x, const Buffer& dy, int64_t r, int64_t c
 }
 
 TEST(CpuDropoutBackward, EveryPairMatchesFloat64WithTheForwardMask) {
-  for (const Pair p : softmax_grad_test::all_pairs()) {
-    for (const Shape s : kShapes) {
-      const uint64_t seed = softmax_test::fresh_seed();
-      const Dropout d{0.3f, seed, seed % 7};
-      const size_t n = size_t(s.rows * s.cols);
-      const Buffer x = softmax_grad_test::uniform(p.x, n, seed + 1, -6.0, 6.0);
-      const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 2, -2.0, 2.0);
-      const std::vector<uint8_t> mask = forward_mask(s.rows, s.cols, d);
-      const Buffer dx = run_backward(x, dy, p, s.rows, s.cols, d, 2);
-      ASSERT_TRUE(matches_reference(x, dy, dx, s.rows, s.cols, mask, d.p, softmax_grad_test::fp64(p)))
-          << softmax_grad_test::name(p) << " " << s.rows << "x" << s.cols << " seed " << seed;
-    }
+  for (const auto& [p, s] : cases()) {
+    const uint64_t seed = softmax_test::fresh_seed();
+    const Dropout d{0.3f, seed, seed % 7};
+    const size_t n = size_t(s.rows * s.cols);
+    const Buffer x = softmax_grad_test::uniform(p.x, n, seed + 1, -6.0, 6.0);
+    const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 2, -2.0, 2.0);
+    const std::vector<uint8_t> mask = forward_mask(s.rows, s.cols, d);
+    const Buffer dx = run_backward(x, dy, p, s.rows, s.cols, d, 2);
+    ASSERT_TRUE(matches_reference(x, dy, dx, s.rows, s.cols, mask, d.p, softmax_grad_test::fp64(p)))
+        << softmax_grad_test::name(p) << " " << s.rows << "x" << s.cols << " seed " << seed;
   }
 }
 
@@ -111,8 +126,7 @@ TEST(CpuDropoutBackward, EveryPairMatchesFloat64WithTheForwardMask) {
 // g = dx / s + sum(s * g) recovers which is which from dx alone: that mask must be the
 // forward's keep_mask, element for element.
 TEST(CpuDropoutBackward, ImpliedMaskIsTheForwardKeepMask) {
-  for (const Pair p : {Pair{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, Pair{SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16},
-                       Pair{SOFTMAX_DTYPE_F64, SOFTMAX_DTYPE_F64}}) {
+  for (const Pair p : kSomePairs) {
     for (const Shape s : kShapes) {
       for (const uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{0x100000001}}) {
         const uint64_t seed = softmax_test::fresh_seed();
@@ -243,7 +257,9 @@ TEST(CpuDropoutBackward, NonFiniteRowsFollowFloat64) {
 TEST(CpuDropoutBackward, InPlaceAndSameBitsForAnyThreadCount) {
   for (const Pair p : {Pair{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, Pair{SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16},
                        Pair{SOFTMAX_DTYPE_F64, SOFTMAX_DTYPE_F64}}) {
-    for (const Shape s : kShapes) {
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back(kBigShape);
+    for (const Shape s : shapes) {
       const uint64_t seed = softmax_test::fresh_seed();
       const Dropout d{0.4f, seed, 2};
       const size_t n = size_t(s.rows * s.cols);

@@ -177,7 +177,8 @@ TEST(CpuShardedRows, ShardsMergedEqualTheUnshardedSoftmax) {
   for (const Pair p : softmax_grad_test::float_pairs()) {
     for (const int64_t cols : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{300}, int64_t{2 * 8192 + 9}}) {
       for (const bool log : {false, true}) {
-        for (const int count : {1, 2, 3, 4}) {
+        // Long rows: one shard and the most shards (the split code is the same for all counts).
+        for (const int count : cols > 8192 ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 3, 4}) {
           const uint64_t seed = softmax_test::fresh_seed();
           const Buffer x = special_rows(p.x, cols, seed);
           const std::vector<Shard> shards = split(cols, count, seed);
@@ -277,7 +278,7 @@ TEST(CpuShardedRows, ShardedBackwardEqualsRowsBackward) {
   for (const Pair p : softmax_grad_test::float_pairs()) {
     for (const int64_t cols : {int64_t{1}, int64_t{9}, int64_t{1000}, int64_t{2 * 8192 + 9}}) {
       for (const bool log : {false, true}) {
-        for (const int count : {1, 2, 4}) {
+        for (const int count : cols > 8192 ? std::vector<int>{1, 3} : std::vector<int>{1, 2, 4}) {
           const int64_t rows = 6;
           const uint64_t seed = softmax_test::fresh_seed();
           const size_t n = size_t(rows * cols);
