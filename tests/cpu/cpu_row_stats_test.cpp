@@ -320,7 +320,9 @@ TEST(CpuShardedRows, ShardedBackwardEqualsRowsBackward) {
                     SOFTMAX_STATUS_SUCCESS)
               << softmax_last_error();
           // One shard is the unsharded computation: same kernels, same dot, same bits.
-          if (shards.size() == 1) ASSERT_EQ(dx.bytes, unsharded.bytes) << what;
+          if (shards.size() == 1) {
+            ASSERT_EQ(dx.bytes, unsharded.bytes) << what;
+          }
         }
       }
     }
