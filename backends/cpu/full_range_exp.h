@@ -4,7 +4,7 @@
 // rounded just above 0, statistics from another shard) and need subnormal results where the
 // float64 reference has them, so they use these.
 //
-// Both: clamp x to [lo, hi] (NaN passes through the clamp); n = round(x / ln2) by the
+// Both: clamp x to [lo, hi] (NaN passes through the clamp: every comparison with it is false); n = round(x / ln2) by the
 // 1.5 * 2^(mantissa bits) magic number, which also leaves n in the low bits of t; Cody-Waite
 // reduction r = x - n ln2 with ln2 split in two (n * hi exact for every n the clamp allows);
 // e^r by a polynomial on |r| <= ln2 / 2; then times 2^n as two factors 2^(n/2) and 2^(n - n/2),
@@ -20,12 +20,34 @@
 namespace softmax_internal {
 namespace cpu {
 
-// fp32: clamp to [-104, 89] (e^-104 < 2^-150 rounds to 0, e^89 > FLT_MAX); the degree-5
-// polynomial and the ln2 split are the forward's (highway_exp-inl.h): relative error 1.05e-7.
-SOFTMAX_CPU_EXP_INLINE float exp_f32(float x) {
+// The clamp bounds, fetched once before a loop and hidden from the optimiser: with both bounds
+// known constants, GCC threads the second comparison through the first (x < lo implies
+// !(x > hi)), which leaves a branch in the loop body and stops vectorisation.
+template <class T>
+struct ExpClamp {
+  T lo, hi;
+};
+
+// fp32: clamp to [-104, 89] (e^-104 < 2^-150 rounds to 0, e^89 > FLT_MAX).
+inline ExpClamp<float> exp_clamp_f32() {
+  float lo = -104.0f, hi = 89.0f;
+  __asm__("" : "+x"(lo), "+x"(hi));
+  return {lo, hi};
+}
+
+// fp64: clamp to [-746, 710] (e^-746 < 2^-1075 rounds to 0, e^710 > DBL_MAX).
+inline ExpClamp<double> exp_clamp_f64() {
+  double lo = -746.0, hi = 710.0;
+  __asm__("" : "+x"(lo), "+x"(hi));
+  return {lo, hi};
+}
+
+// fp32; the degree-5 polynomial and the ln2 split are the forward's (highway_exp-inl.h):
+// relative error 1.05e-7 on the reduced argument.
+SOFTMAX_CPU_EXP_INLINE float exp_f32(float x, ExpClamp<float> clamp) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  x = x < -104.0f ? -104.0f : x;
-  x = x > 89.0f ? 89.0f : x;
+  x = x < clamp.lo ? clamp.lo : x;
+  x = x > clamp.hi ? clamp.hi : x;
   const float t = x * 1.44269504088896341f + kMagic;
   const float n = t - kMagic;
   float r = x - n * 0.693145751953125f;
@@ -42,13 +64,12 @@ SOFTMAX_CPU_EXP_INLINE float exp_f32(float x) {
   return (p * s1) * s2;
 }
 
-// fp64: clamp to [-746, 710] (e^-746 < 2^-1075 rounds to 0, e^710 > DBL_MAX); e^r by its Taylor
-// series to degree 13 (truncation below 5e-18 relative on |r| <= 0.35), ln2 split with 32
-// significant bits in the high part.
-SOFTMAX_CPU_EXP_INLINE double exp_f64(double x) {
+// fp64: e^r by its Taylor series to degree 13 (truncation below 5e-18 relative on
+// |r| <= 0.35), ln2 split with 32 significant bits in the high part.
+SOFTMAX_CPU_EXP_INLINE double exp_f64(double x, ExpClamp<double> clamp) {
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
-  x = x < -746.0 ? -746.0 : x;
-  x = x > 710.0 ? 710.0 : x;
+  x = x < clamp.lo ? clamp.lo : x;
+  x = x > clamp.hi ? clamp.hi : x;
   const double t = x * 1.4426950408889634 + kMagic;
   const double n = t - kMagic;
   double r = x - n * 6.93147180369123816490e-01;

@@ -62,15 +62,18 @@ SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
   return tree_sum(acc);
 }
 
-SOFTMAX_GRAD_INLINE float exp_of(float x) { return exp_f32(x); }
-SOFTMAX_GRAD_INLINE double exp_of(double x) { return exp_f64(x); }
+SOFTMAX_GRAD_INLINE ExpClamp<float> exp_clamp(float) { return exp_clamp_f32(); }
+SOFTMAX_GRAD_INLINE ExpClamp<double> exp_clamp(double) { return exp_clamp_f64(); }
+SOFTMAX_GRAD_INLINE float exp_of(float x, ExpClamp<float> c) { return exp_f32(x, c); }
+SOFTMAX_GRAD_INLINE double exp_of(double x, ExpClamp<double> c) { return exp_f64(x, c); }
 
 // dx = y * (dy - dot), or dx = dy - exp(y) * dot. Each element is read before its dx is
 // written, so dx == dy is fine.
 template <class T>
 SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot, bool log) {
   if (log) {
-    for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(dy, i) - exp_of(load<T>(y, i)) * dot);
+    const ExpClamp<T> c = exp_clamp(T());
+    for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(dy, i) - exp_of(load<T>(y, i), c) * dot);
   } else {
     for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(y, i) * (load<T>(dy, i) - dot));
   }
@@ -195,14 +198,21 @@ void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t co
 
 // ---- dropout backward --------------------------------------------------------------------
 
+// The select as a bit mask (keep bytes are 0 or 1): +0 where dropped, whatever dy holds.
 SOFTMAX_GRAD_CLONES
 void dropout_grad_f32(const float* dy, const uint8_t* keep, float scale, int64_t n, float* g) {
-  for (size_t i = 0; i < size_t(n); ++i) store<float>(g, i, keep[i] != 0 ? load<float>(dy, i) * scale : 0.0f);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const uint32_t v = convert::bits(load<float>(dy, i) * scale);
+    store<float>(g, i, convert::from_bits(v & (0u - uint32_t(keep[i]))));
+  }
 }
 
 SOFTMAX_GRAD_CLONES
 void dropout_grad_f64(const double* dy, const uint8_t* keep, double scale, int64_t n, double* g) {
-  for (size_t i = 0; i < size_t(n); ++i) store<double>(g, i, keep[i] != 0 ? load<double>(dy, i) * scale : 0.0);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const uint64_t v = __builtin_bit_cast(uint64_t, load<double>(dy, i) * scale);
+    store<double>(g, i, __builtin_bit_cast(double, v & (uint64_t{0} - uint64_t(keep[i]))));
+  }
 }
 
 SOFTMAX_GRAD_CLONES
@@ -244,18 +254,25 @@ ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) 
   }
   double acc[kLanes<double>];
   for (size_t j = 0; j < kLanes<double>; ++j) acc[j] = 0.0;
-  i = 0;
-  for (; i + kLanes<double> <= m; i += kLanes<double>) {
-    for (size_t j = 0; j < kLanes<double>; ++j) {
-      const double e = exp_f64(load<double>(x, i + j) - max);
-      if (e_out != nullptr) e_out[i + j] = e;
+  const ExpClamp<double> clamp = exp_clamp_f64();
+  // Two copies of the loop, with and without the stores, so that neither holds a branch.
+  if (e_out != nullptr) {
+    for (i = 0; i + kLanes<double> <= m; i += kLanes<double>) {
+      for (size_t j = 0; j < kLanes<double>; ++j) {
+        const double e = exp_f64(load<double>(x, i + j) - max, clamp);
+        e_out[i + j] = e;
+        acc[j] += e;
+      }
+    }
+    for (size_t j = 0; i + j < m; ++j) {
+      const double e = exp_f64(load<double>(x, i + j) - max, clamp);
+      e_out[i + j] = e;
       acc[j] += e;
     }
-  }
-  for (size_t j = 0; i + j < m; ++j) {
-    const double e = exp_f64(load<double>(x, i + j) - max);
-    if (e_out != nullptr) e_out[i + j] = e;
-    acc[j] += e;
+  } else {
+    for (i = 0; i + kLanes<double> <= m; i += kLanes<double>)
+      for (size_t j = 0; j < kLanes<double>; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
+    for (size_t j = 0; i + j < m; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
   }
   const double sum = tree_sum(acc);
   return ChunkStats64{max, sum, std::isnan(sum)};
@@ -265,7 +282,8 @@ ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) 
 
 SOFTMAX_GRAD_CLONES
 void exp_scaled_f32(const float* x, float* y, int64_t n, float shift, float factor) {
-  for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, exp_f32(load<float>(x, i) - shift) * factor);
+  const ExpClamp<float> clamp = exp_clamp_f32();
+  for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, exp_f32(load<float>(x, i) - shift, clamp) * factor);
 }
 
 // (x - max) - log_sum: two roundings, each relative to a small value, as the forward does.

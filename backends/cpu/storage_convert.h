@@ -36,6 +36,15 @@ SOFTMAX_CPU_CONVERT_INLINE void store(void* base, size_t i, T v) {
 SOFTMAX_CPU_CONVERT_INLINE uint32_t bits(float f) { return __builtin_bit_cast(uint32_t, f); }
 SOFTMAX_CPU_CONVERT_INLINE float from_bits(uint32_t u) { return __builtin_bit_cast(float, u); }
 
+// All-ones when a < b, else 0, for a, b < 2^31: the sign of a - b. Arithmetic instead of a
+// comparison, because GCC threads a chain of comparisons of one value with constants (a < 0x400
+// implies !(a >= 0x7c00)) into branches, and a loop with branches does not vectorise.
+SOFTMAX_CPU_CONVERT_INLINE uint32_t below(uint32_t a, uint32_t b) { return 0u - ((a - b) >> 31); }
+
+SOFTMAX_CPU_CONVERT_INLINE uint32_t pick(uint32_t mask, uint32_t if_set, uint32_t if_clear) {
+  return (if_set & mask) | (if_clear & ~mask);
+}
+
 // binary16 -> float, exact. Normal numbers move their exponent from bias 15 to bias 127;
 // subnormals (and zero) are their 10-bit integer times 2^-24 (exact in float); inf and NaN keep
 // their mantissa under an all-ones exponent.
@@ -45,8 +54,8 @@ SOFTMAX_CPU_CONVERT_INLINE float f16_to_f32(uint16_t h) {
   const uint32_t normal = (em << 13) + (112u << 23);
   const uint32_t subnormal = bits(float(int32_t(em)) * 0x1p-24f);
   const uint32_t special = (em << 13) | 0x7f800000u;
-  uint32_t r = em >= 0x7c00u ? special : normal;
-  r = em < 0x400u ? subnormal : r;
+  uint32_t r = pick(below(em, 0x7c00u), normal, special);
+  r = pick(below(em, 0x400u), subnormal, r);
   return from_bits(r | sign);
 }
 
@@ -54,16 +63,16 @@ SOFTMAX_CPU_CONVERT_INLINE float f16_to_f32(uint16_t h) {
 // adding 0xfff plus the kept lsb before the shift (a carry into the exponent is the correct
 // rounding up); values below 2^-14 are rounded by the FPU itself: adding 0.5f leaves the value
 // in units of 2^-24 (the binary16 subnormal step) in the low mantissa bits. 65520 and above
-// round to infinity.
+// round to infinity; NaN becomes the quiet NaN 0x7e00.
 SOFTMAX_CPU_CONVERT_INLINE uint16_t f32_to_f16(float f) {
   const uint32_t u = bits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
   const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13;
   const uint32_t small = bits(from_bits(a) + 0.5f) - 0x3f000000u;
-  uint32_t h = a < 0x38800000u ? small : normal;
-  h = a >= 0x477ff000u ? 0x7c00u : h;
-  h = a > 0x7f800000u ? 0x7e00u : h;
+  uint32_t h = pick(below(a, 0x38800000u), small, normal);
+  h = pick(below(a, 0x477ff000u), h, 0x7c00u);
+  h = pick(below(0x7f800000u, a), 0x7e00u, h);
   return uint16_t(h | sign);
 }
 
@@ -74,7 +83,7 @@ SOFTMAX_CPU_CONVERT_INLINE uint16_t f32_to_bf16(float f) {
   const uint32_t u = bits(f);
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t quiet = (u >> 16) | 0x40u;
-  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+  return uint16_t(pick(below(0x7f800000u, u & 0x7fffffffu), quiet, rounded));
 }
 
 // Element i of an array stored as `t`, widened to T (float or double). T = float never meets

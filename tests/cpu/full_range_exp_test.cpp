@@ -13,8 +13,12 @@
 
 namespace {
 
-using softmax_internal::cpu::exp_f32;
-using softmax_internal::cpu::exp_f64;
+float exp_f32(float x) {
+  return softmax_internal::cpu::exp_f32(x, softmax_internal::cpu::exp_clamp_f32());
+}
+double exp_f64(double x) {
+  return softmax_internal::cpu::exp_f64(x, softmax_internal::cpu::exp_clamp_f64());
+}
 
 TEST(CpuFullRangeExp, FloatAcrossItsRange) {
   std::mt19937_64 rng(std::random_device{}());
