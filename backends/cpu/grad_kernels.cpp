@@ -10,6 +10,11 @@
 #include <cstdint>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include "backends/cpu/full_range_exp.h"
 #include "backends/cpu/storage_convert.h"
 
@@ -94,8 +99,48 @@ SOFTMAX_GRAD_INLINE void grad_rows(const T* y, const T* dy, T* dx, int64_t rows,
 
 // ---- conversions ---------------------------------------------------------------------------
 
+namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// binary16 <-> float with the F16C instructions (every x86-64-v3 CPU), 8 at a time: about ten
+// times faster than the portable bit arithmetic, and the same values (vcvtps2ph with imm 0
+// rounds to nearest even; NaN stays NaN, its payload truncated rather than replaced).
+#define SOFTMAX_GRAD_F16C 1
+
+// CPUID leaf 1: OSXSAVE, AVX and F16C in ECX, then XCR0 for the OS saving the YMM state.
+// (Not __builtin_cpu_supports: clang 14 does not know "f16c".)
+bool have_f16c() {
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+    const unsigned need = (1u << 27) | (1u << 28) | (1u << 29);
+    if ((c & need) != need) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+  }();
+  return yes;
+}
+
+__attribute__((target("avx,f16c"))) void widen_f16_f16c(const void* src, size_t n, float* dst) {
+  const unsigned char* p = static_cast<const unsigned char*>(src);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i))));
+  for (; i < n; ++i) dst[i] = convert::f16_to_f32(load<uint16_t>(src, i));
+}
+
+__attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* src, void* dst, size_t n) {
+  unsigned char* p = static_cast<unsigned char*>(dst);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+  for (; i < n; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(src[i]));
+}
+#endif
+
 SOFTMAX_GRAD_CLONES
-void widen_f32(const void* src, softmax_dtype t, int64_t n, float* dst) {
+void widen_f32_loops(const void* src, softmax_dtype t, int64_t n, float* dst) {
   const size_t m = size_t(n);
   if (t == SOFTMAX_DTYPE_F32) {
     for (size_t i = 0; i < m; ++i) dst[i] = load<float>(src, i);
@@ -105,6 +150,20 @@ void widen_f32(const void* src, softmax_dtype t, int64_t n, float* dst) {
     for (size_t i = 0; i < m; ++i) dst[i] = convert::bf16_to_f32(load<uint16_t>(src, i));
   }
 }
+
+SOFTMAX_GRAD_CLONES
+void narrow_f32_loops(const float* src, void* dst, softmax_dtype t, int64_t n) {
+  const size_t m = size_t(n);
+  if (t == SOFTMAX_DTYPE_F32) {
+    for (size_t i = 0; i < m; ++i) store<float>(dst, i, src[i]);
+  } else if (t == SOFTMAX_DTYPE_F16) {
+    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(src[i]));
+  } else {
+    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_bf16(src[i]));
+  }
+}
+
+}  // namespace
 
 SOFTMAX_GRAD_CLONES
 void widen_f64(const void* src, softmax_dtype t, int64_t n, double* dst) {
@@ -125,16 +184,18 @@ void widen_f64(const void* src, softmax_dtype t, int64_t n, double* dst) {
   for (size_t i = 0; i < m; ++i) dst[i] = double(convert::bf16_to_f32(load<uint16_t>(src, i)));
 }
 
-SOFTMAX_GRAD_CLONES
+void widen_f32(const void* src, softmax_dtype t, int64_t n, float* dst) {
+#if defined(SOFTMAX_GRAD_F16C)
+  if (t == SOFTMAX_DTYPE_F16 && have_f16c()) return widen_f16_f16c(src, size_t(n), dst);
+#endif
+  widen_f32_loops(src, t, n, dst);
+}
+
 void narrow_f32(const float* src, void* dst, softmax_dtype t, int64_t n) {
-  const size_t m = size_t(n);
-  if (t == SOFTMAX_DTYPE_F32) {
-    for (size_t i = 0; i < m; ++i) store<float>(dst, i, src[i]);
-  } else if (t == SOFTMAX_DTYPE_F16) {
-    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(src[i]));
-  } else {
-    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_bf16(src[i]));
-  }
+#if defined(SOFTMAX_GRAD_F16C)
+  if (t == SOFTMAX_DTYPE_F16 && have_f16c()) return narrow_f16_f16c(src, dst, size_t(n));
+#endif
+  narrow_f32_loops(src, dst, t, n);
 }
 
 // 16-bit results go through float (double -> float -> 16 bits may round twice; the extra error
