@@ -212,7 +212,8 @@ bool zero_fill(const ChunkGrid& g, const OutArray& dx, int threads) {
 Outcome softmax_dropout_backward(const DropoutBackwardProblem& p, const DropoutParams& d, const ExecContext& ctx) {
   const ChunkGrid g{p.rows, p.cols};
   const InArray x{p.x, p.dtype.x}, dy{p.dy, p.dtype.y};
-  const OutArray dx{p.dx, p.dtype.x};
+  const OutArray dx{p.dx, p.dtype.x,
+                    stream_results(p.dtype.x, fp64_arithmetic(p.dtype), p.dx == p.dy, size_t(p.rows) * size_t(p.cols))};
   const int threads = threads_for(ctx, g.total());
   bool ok;
   if (d.p >= 1.0f) {

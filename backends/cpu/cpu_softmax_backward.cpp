@@ -110,8 +110,10 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
 }  // namespace
 
 Outcome softmax_rows_backward(const RowsBackwardProblem& p, const ExecContext& ctx) {
-  const GradArrays a{{p.rows, p.cols}, {p.y, p.dtype.y}, {p.dy, p.dtype.y}, {p.dx, p.dtype.x}, p.log_softmax};
-  const int threads = threads_for(ctx, a.grid.total());
+  const size_t total = size_t(p.rows) * size_t(p.cols);
+  const OutArray dx{p.dx, p.dtype.x, stream_results(p.dtype.x, fp64_arithmetic(p.dtype), p.dx == p.dy, total)};
+  const GradArrays a{{p.rows, p.cols}, {p.y, p.dtype.y}, {p.dy, p.dtype.y}, dx, p.log_softmax};
+  const int threads = threads_for(ctx, total);
   return fp64_arithmetic(p.dtype) ? rows_backward_as<double>(a, threads) : rows_backward_as<float>(a, threads);
 }
 
@@ -136,7 +138,9 @@ Outcome softmax_backward_row_stats(const BackwardRowStatsProblem& p, const ExecC
 }
 
 Outcome softmax_rows_backward_from_stats(const RowsBackwardFromStatsProblem& p, const ExecContext& ctx) {
-  const GradArrays a{{p.rows, p.cols}, {p.y, p.dtype.y}, {p.dy, p.dtype.y}, {p.dx, p.dtype.x}, p.log_softmax};
+  const size_t total = size_t(p.rows) * size_t(p.cols);
+  const OutArray dx{p.dx, p.dtype.x, stream_results(p.dtype.x, false, p.dx == p.dy, total)};
+  const GradArrays a{{p.rows, p.cols}, {p.y, p.dtype.y}, {p.dy, p.dtype.y}, dx, p.log_softmax};
   const ChunkGrid& g = a.grid;
   const int threads = threads_for(ctx, g.total());
   const bool ok = g.short_rows()

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cpu/chunked_rows.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/grad_scratch.h"
 
@@ -30,12 +31,24 @@ struct InArray {
   const void* at(size_t i) const { return static_cast<const unsigned char*>(base) + i * storage_size(type); }
 };
 
-// An output array of a call.
+// An output array of a call. `stream`: fp32 results go out through non-temporal stores
+// (stream_results decides).
 struct OutArray {
   void* base;
   softmax_dtype type;
+  bool stream = false;
   void* at(size_t i) const { return static_cast<unsigned char*>(base) + i * storage_size(type); }
 };
+
+// Non-temporal stores pay off for f32 results much bigger than the caches (32 MiB, the
+// forward's rule; SOFTMAX_CPU_STREAM_STORES=0/1 overrides it), and not in place: an output that
+// overwrites an input finds its lines in cache already.
+inline bool stream_results(softmax_dtype out_type, bool fp64, bool in_place, size_t elements) {
+  if (out_type != SOFTMAX_DTYPE_F32 || fp64 || in_place) return false;
+  const int forced = stream_stores_override();
+  if (forced >= 0) return forced == 1;
+  return elements * sizeof(float) >= (size_t{32} << 20);
+}
 
 inline void widen(const void* s, softmax_dtype t, int64_t n, float* d) { widen_f32(s, t, n, d); }
 inline void widen(const void* s, softmax_dtype t, int64_t n, double* d) { widen_f64(s, t, n, d); }
@@ -53,16 +66,21 @@ const T* read_as(const InArray& a, size_t first, int64_t n, GradSlot slot) {
 }
 
 // Where n results for elements [first, first + n) of `a` are computed: the caller's memory when
-// it is stored as T, else the thread's Out buffer, which write_back then narrows into `a`.
+// it is stored as T (and not streamed), else the thread's Out buffer, which write_back then
+// narrows or streams into `a`.
 template <class T>
 T* result_space(const OutArray& a, size_t first, int64_t n) {
-  if (a.type == kWorkDtype<T>) return static_cast<T*>(a.at(first));
+  if (a.type == kWorkDtype<T> && !a.stream) return static_cast<T*>(a.at(first));
   return grad_scratch_of<T>(GradSlot::Out, size_t(n));
 }
 
 template <class T>
 void write_back(const T* results, const OutArray& a, size_t first, int64_t n) {
-  if (a.type != kWorkDtype<T>) narrow(results, a.at(first), a.type, n);
+  if (a.type != kWorkDtype<T>) {
+    narrow(results, a.at(first), a.type, n);
+  } else if (a.stream) {
+    if constexpr (std::is_same<T, float>::value) stream_store_f32(results, a.at(first), n);
+  }
 }
 
 // ---- the kernels, by work type -------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #if defined(__x86_64__)
@@ -217,6 +218,23 @@ void narrow_f64(const double* src, void* dst, softmax_dtype t, int64_t n) {
       break;
   }
   for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_bf16(float(src[i])));
+}
+
+// ---- streamed results ----------------------------------------------------------------------
+
+void stream_store_f32(const float* src, void* dst, int64_t n) {
+  size_t i = 0;
+#if defined(__SSE__)
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+  if (addr % sizeof(float) == 0) {
+    const size_t head = std::min(size_t(n), (16 - addr % 16) % 16 / sizeof(float));
+    std::memcpy(dst, src, head * sizeof(float));
+    float* d = static_cast<float*>(dst);
+    for (i = head; i + 4 <= size_t(n); i += 4) _mm_stream_ps(d + i, _mm_loadu_ps(src + i));
+    _mm_sfence();
+  }
+#endif
+  std::memcpy(static_cast<unsigned char*>(dst) + i * sizeof(float), src + i, (size_t(n) - i) * sizeof(float));
 }
 
 // ---- softmax / log-softmax backward ----------------------------------------------------------

@@ -31,6 +31,12 @@ void widen_f64(const void* src, softmax_dtype t, int64_t n, double* dst);
 void narrow_f32(const float* src, void* dst, softmax_dtype t, int64_t n);
 void narrow_f64(const double* src, void* dst, softmax_dtype t, int64_t n);
 
+// dst[0, n) = src[0, n) with non-temporal stores wherever dst is 16-byte aligned (ordinary ones
+// for an unaligned head and the tail), then a store fence, so that the stores are visible to
+// other threads once the caller's threads meet at a barrier. For results that will not be read
+// again soon: they skip the cache, and their lines are not read from memory first.
+void stream_store_f32(const float* src, void* dst, int64_t n);
+
 // ---- softmax backward: dx = y * (dy - dot), dot = sum(dy * y);
 //      log-softmax backward: dx = dy - exp(y) * dot, dot = sum(dy) ----------------------------
 

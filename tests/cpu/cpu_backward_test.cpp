@@ -225,4 +225,36 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
   }
 }
 
+// f32 results of 32 MiB and more leave through non-temporal stores, starting at the first
+// 16-byte boundary of dx. Such a call (dx aligned, and one float off) must give the bits of the
+// same rows computed alone, whose small outputs take ordinary stores.
+TEST(CpuRowsBackward, StreamedOutputsEqualSmallCalls) {
+  const Pair p{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32};
+  for (const Shape s : {Shape{1025, 8192}, Shape{2, (int64_t{1} << 22) + 3}}) {
+    const uint64_t seed = softmax_test::fresh_seed();
+    const size_t n = size_t(s.rows * s.cols);
+    const Buffer y = softmax_grad_test::uniform(p.y, n, seed, 0.0, 2.0 / double(s.cols));
+    const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+    for (const bool log : {false, true}) {
+      for (const size_t offset : {size_t{0}, size_t{1}}) {
+        std::vector<float> dx(n + 1);
+        const softmax_options o = softmax_grad_test::options(p, 2, log);
+        ASSERT_EQ(softmax_rows_backward(y.data(), dy.data(), dx.data() + offset, s.rows, s.cols, p.x, &o),
+                  SOFTMAX_STATUS_SUCCESS)
+            << softmax_last_error();
+        for (const int64_t r : {int64_t{0}, s.rows - 1}) {
+          const size_t first = size_t(r * s.cols);
+          Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
+          std::memcpy(y1.data(), y.bytes.data() + first * 4, size_t(s.cols) * 4);
+          std::memcpy(dy1.data(), dy.bytes.data() + first * 4, size_t(s.cols) * 4);
+          const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
+          ASSERT_EQ(0, std::memcmp(alone.data(), dx.data() + offset + first, size_t(s.cols) * 4))
+              << s.rows << "x" << s.cols << (log ? " log" : "") << " offset " << offset << " row " << r << " seed "
+              << seed;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
