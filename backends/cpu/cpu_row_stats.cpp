@@ -109,8 +109,8 @@ struct FromStats {
 
 Outcome softmax_rows_from_stats(const RowsFromStatsProblem& p, const ExecContext& ctx) {
   const size_t total = size_t(p.rows) * size_t(p.cols);
-  const OutArray y{p.y, p.dtype.y, stream_results(p.dtype.y, false, p.x == p.y, total)};
-  const FromStats f{{p.rows, p.cols}, {p.x, p.dtype.x}, y, p.row_max, p.row_sumexp, p.log_softmax};
+  const OutArray out{p.y, p.dtype.y, stream_results(p.dtype.y, false, p.x == p.y, total)};
+  const FromStats f{{p.rows, p.cols}, {p.x, p.dtype.x}, out, p.row_max, p.row_sumexp, p.log_softmax};
   const ChunkGrid& g = f.grid;
   const int threads = threads_for(ctx, g.total());
   bool ok;
