@@ -62,12 +62,12 @@ const Backend& cpu_backend() {
                                cpu::cpu_available,
                                cpu::rows_entry,
                                cpu::dropout_entry,
-                               cpu::not_yet<RowsBackwardProblem, ExecContext>,
-                               cpu::not_yet<DropoutBackwardProblem, DropoutParams, ExecContext>,
-                               cpu::not_yet<RowStatsProblem, ExecContext>,
-                               cpu::not_yet<RowsFromStatsProblem, ExecContext>,
-                               cpu::not_yet<BackwardRowStatsProblem, ExecContext>,
-                               cpu::not_yet<RowsBackwardFromStatsProblem, ExecContext>};
+                               cpu::softmax_rows_backward,
+                               cpu::softmax_dropout_backward,
+                               cpu::softmax_row_stats,
+                               cpu::softmax_rows_from_stats,
+                               cpu::softmax_backward_row_stats,
+                               cpu::softmax_rows_backward_from_stats};
   return backend;
 }
 

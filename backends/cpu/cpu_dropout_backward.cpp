@@ -1,0 +1,231 @@
+// softmax_dropout_backward on the CPU. Nothing from the forward is saved: per row
+//   s = softmax(x)                      recomputed,
+//   keep                                regenerated from (seed, offset, flat index) with the
+//                                       forward's rule and kernel (keep_bytes),
+//   g = keep ? dy * scale : 0           scale = dropout_scale(p), the forward's own factor,
+//   dx = s * (g - sum(s * g)).
+// In fp32 arithmetic s comes from the forward's chunk kernels (chunk_partial's exp values times
+// the merged factor of chunk_finish), i.e. it is the forward's fp32 softmax bit for bit, before
+// rounding to y's storage type. fp64 arithmetic (x or dy stored as f64) computes s in double.
+// p == 0 keeps everything (no random numbers are drawn), p == 1 drops everything: dx = 0.
+//
+// Rows of up to kStoreUpToCols elements handled whole by one thread keep s and g of the row in
+// per-thread buffers between the passes; longer rows, and few rows spread over threads by chunk,
+// recompute them in each pass (three passes: softmax statistics, dot, dx). Recomputing gives the
+// same bits, so the choice never shows in the result.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backends/common/philox.h"
+#include "backends/cpu/chunk_merge.h"
+#include "backends/cpu/chunked_rows.h"
+#include "backends/cpu/cpu_drivers.h"
+#include "backends/cpu/grad_arrays.h"
+#include "backends/cpu/grad_schedule.h"
+
+namespace softmax_internal {
+namespace cpu {
+
+namespace {
+
+// Up to 8 chunks (s and g: 512 KiB in fp32, about one L2).
+constexpr int64_t kStoreUpToChunks = 8;
+
+// The softmax of x, a chunk at a time, in the work type T.
+template <class T>
+struct ChunkedSoftmax;
+
+template <>
+struct ChunkedSoftmax<float> {
+  using Part = ChunkPartial;
+  using Norm = RowNormaliser;
+  // A chunk's statistics; with e_out, also its exp(x - chunk max).
+  static Part partial(const InArray& x, size_t first, int64_t n, float* e_out) {
+    return vector_kernels().chunk_partial(x.at(first), x.type, n, e_out);
+  }
+  static Norm merge(const Part* parts, int64_t count) { return merge_chunk_partials(parts, count); }
+  // s = e * factor for the chunk.
+  static float factor(const Part& part, const Norm& norm) { return chunk_finish(part, norm, 1.0).factor; }
+};
+
+template <>
+struct ChunkedSoftmax<double> {
+  using Part = ChunkStats64;
+  struct Norm {
+    bool nan_row;
+    double max;
+    double sum;
+  };
+  static Part partial(const InArray& x, size_t first, int64_t n, double* e_out) {
+    return softmax_chunk_stats_f64(read_as<double>(x, first, n, GradSlot::A), n, e_out);
+  }
+  // The forward's merge rule (chunk_merge.h) with double maxima.
+  static Norm merge(const Part* parts, int64_t count) {
+    Norm r{false, -std::numeric_limits<double>::infinity(), 0.0};
+    for (int64_t c = 0; c < count; ++c) {
+      r.nan_row |= parts[c].has_nan;
+      if (parts[c].max > r.max) r.max = parts[c].max;
+    }
+    if (r.nan_row || std::isinf(r.max)) return Norm{true, r.max, std::numeric_limits<double>::quiet_NaN()};
+    for (int64_t c = 0; c < count; ++c)
+      if (parts[c].sum != 0.0) r.sum += parts[c].sum * std::exp(parts[c].max - r.max);
+    return r;
+  }
+  static double factor(const Part& part, const Norm& norm) {
+    if (norm.nan_row) return std::numeric_limits<double>::quiet_NaN();
+    if (part.max == -std::numeric_limits<double>::infinity()) return 0.0;
+    return std::exp(part.max - norm.max) / norm.sum;
+  }
+};
+
+template <class T>
+struct DropoutGrad {
+  using Softmax = ChunkedSoftmax<T>;
+  using Part = typename Softmax::Part;
+  using Norm = typename Softmax::Norm;
+
+  ChunkGrid grid;
+  InArray x, dy;
+  OutArray dx;
+  DropoutParams d;
+  T scale;
+
+  void keep_bytes(size_t first, int64_t n, uint8_t* keep) const {
+    if (d.p == 0.0f) {
+      std::memset(keep, 1, size_t(n));  // u > 0 always holds: no need to draw
+    } else {
+      vector_kernels().keep_bytes(d.seed, d.offset, d.p, first, n, keep);
+    }
+  }
+
+  // Turns a chunk's e (in probs) into s, fills keep and g, and returns the chunk's sum(s * g).
+  T probs_and_grads(int64_t r, int64_t c, const Part& part, const Norm& norm, T* probs, T* grads,
+                    uint8_t* keep) const {
+    const size_t first = grid.flat(r, c);
+    const int64_t n = grid.len(c);
+    scale_by(probs, n, static_cast<T>(Softmax::factor(part, norm)));
+    keep_bytes(first, n, keep);
+    dropout_grad(read_as<T>(dy, first, n, GradSlot::B), keep, scale, n, grads);
+    return grad_dot(probs, grads, n, false);
+  }
+
+  void finish(int64_t r, int64_t c, const T* probs, const T* grads, T dot) const {
+    const size_t first = grid.flat(r, c);
+    const int64_t n = grid.len(c);
+    T* out = result_space<T>(dx, first, n);
+    grad_finish(probs, grads, out, n, dot, false);
+    write_back(out, dx, first, n);
+  }
+
+  // ---- the recomputing passes, one chunk at a time ----
+
+  struct ChunkBuffers {
+    T* probs;
+    T* grads;
+    uint8_t* keep;
+  };
+  static ChunkBuffers chunk_buffers(int64_t n) {
+    return {grad_scratch_of<T>(GradSlot::Probs, size_t(n)), grad_scratch_of<T>(GradSlot::Grads, size_t(n)),
+            grad_scratch_of<uint8_t>(GradSlot::Keep, size_t(n))};
+  }
+
+  Part pass1(int64_t r, int64_t c) const { return Softmax::partial(x, grid.flat(r, c), grid.len(c), nullptr); }
+
+  // s, keep and g of the chunk into b (the chunk's exp values recomputed: same bits as pass 1's).
+  T pass2(int64_t r, int64_t c, const Norm& norm, const ChunkBuffers& b) const {
+    const Part part = Softmax::partial(x, grid.flat(r, c), grid.len(c), b.probs);
+    return probs_and_grads(r, c, part, norm, b.probs, b.grads, b.keep);
+  }
+
+  void pass3(int64_t r, int64_t c, const Norm& norm, T dot) const {
+    const ChunkBuffers b = chunk_buffers(grid.len(c));
+    pass2(r, c, norm, b);
+    finish(r, c, b.probs, b.grads, dot);
+  }
+
+  // ---- a whole row on one thread ----
+
+  void row_stored(int64_t r) const {
+    const int64_t chunks = grid.chunks();
+    T* probs = grad_scratch_of<T>(GradSlot::Probs, size_t(grid.cols));
+    T* grads = grad_scratch_of<T>(GradSlot::Grads, size_t(grid.cols));
+    uint8_t* keep = grad_scratch_of<uint8_t>(GradSlot::Keep, size_t(grid.cols));
+    Part parts[kStoreUpToChunks];
+    for (int64_t c = 0; c < chunks; ++c) parts[c] = Softmax::partial(x, grid.flat(r, c), grid.len(c), probs + c * kChunkElems);
+    const Norm norm = Softmax::merge(parts, chunks);
+    double s = 0.0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t o = c * kChunkElems;
+      s += double(probs_and_grads(r, c, parts[c], norm, probs + o, grads + o, keep + o));
+    }
+    const T dot = T(s);
+    for (int64_t c = chunks - 1; c >= 0; --c) finish(r, c, probs + c * kChunkElems, grads + c * kChunkElems, dot);
+  }
+
+  void row_recomputed(int64_t r) const {
+    const int64_t chunks = grid.chunks();
+    std::vector<Part> parts(static_cast<size_t>(chunks));
+    for (int64_t c = 0; c < chunks; ++c) parts[size_t(c)] = pass1(r, c);
+    const Norm norm = Softmax::merge(parts.data(), chunks);
+    double s = 0.0;
+    for (int64_t c = 0; c < chunks; ++c) s += double(pass2(r, c, norm, chunk_buffers(grid.len(c))));
+    const T dot = T(s);
+    for (int64_t c = chunks - 1; c >= 0; --c) pass3(r, c, norm, dot);
+  }
+
+  bool run(int threads) const {
+    if (whole_rows_per_thread(grid, threads)) {
+      if (grid.chunks() <= kStoreUpToChunks) return for_rows(grid, threads, [&](int64_t r) { row_stored(r); });
+      return for_rows(grid, threads, [&](int64_t r) { row_recomputed(r); });
+    }
+    const int64_t chunks = grid.chunks();
+    std::vector<Part> parts(size_t(grid.rows * chunks));
+    if (!for_chunk_items(grid, threads, false, [&](int64_t r, int64_t c) { parts[size_t(r * chunks + c)] = pass1(r, c); }))
+      return false;
+    std::vector<Norm> norms(size_t(grid.rows));
+    for (int64_t r = 0; r < grid.rows; ++r) norms[size_t(r)] = Softmax::merge(&parts[size_t(r * chunks)], chunks);
+    std::vector<T> dots(size_t(grid.rows * chunks));
+    if (!for_chunk_items(grid, threads, false,
+                         [&](int64_t r, int64_t c) {
+                           dots[size_t(r * chunks + c)] = pass2(r, c, norms[size_t(r)], chunk_buffers(grid.len(c)));
+                         }))
+      return false;
+    std::vector<T> row_dot(size_t(grid.rows));
+    for (int64_t r = 0; r < grid.rows; ++r) row_dot[size_t(r)] = T(merge_in_order(&dots[size_t(r * chunks)], chunks));
+    return for_chunk_items(grid, threads, true,
+                           [&](int64_t r, int64_t c) { pass3(r, c, norms[size_t(r)], row_dot[size_t(r)]); });
+  }
+};
+
+// p == 1: every element dropped, dx = 0 (+0 is all-zero bits in every storage type).
+bool zero_fill(const ChunkGrid& g, const OutArray& dx, int threads) {
+  return for_chunk_items(g, threads, false, [&](int64_t r, int64_t c) {
+    std::memset(dx.at(g.flat(r, c)), 0, size_t(g.len(c)) * storage_size(dx.type));
+  });
+}
+
+}  // namespace
+
+Outcome softmax_dropout_backward(const DropoutBackwardProblem& p, const DropoutParams& d, const ExecContext& ctx) {
+  const ChunkGrid g{p.rows, p.cols};
+  const InArray x{p.x, p.dtype.x}, dy{p.dy, p.dtype.y};
+  const OutArray dx{p.dx, p.dtype.x,
+                    stream_results(p.dtype.x, fp64_arithmetic(p.dtype), p.dx == p.dy, size_t(p.rows) * size_t(p.cols))};
+  const int threads = threads_for(ctx, g.total());
+  bool ok;
+  if (d.p >= 1.0f) {
+    ok = zero_fill(g, dx, threads);
+  } else if (fp64_arithmetic(p.dtype)) {
+    ok = DropoutGrad<double>{g, x, dy, dx, d, double(dropout_scale(d.p))}.run(threads);
+  } else {
+    ok = DropoutGrad<float>{g, x, dy, dx, d, dropout_scale(d.p)}.run(threads);
+  }
+  if (!ok) return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory");
+  return Outcome::ok();
+}
+
+}  // namespace cpu
+}  // namespace softmax_internal

@@ -1,0 +1,375 @@
+// The backward and sharded-row kernels (grad_kernels.h): plain loops shaped so that the compiler
+// vectorises them (fixed blocks of independent accumulators, branch-free element functions),
+// compiled per x86 level with target_clones and picked by the loader at run time. The templates
+// below hold the arithmetic once for fp32 and fp64; the exported functions are the clone points.
+#include "backends/cpu/grad_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#include "backends/cpu/full_range_exp.h"
+#include "backends/cpu/storage_convert.h"
+
+// As in vector_kernels_portable.cpp: GCC 11+ clones for x86-64-v4 (AVX-512), x86-64-v3 (AVX2)
+// and the baseline; sanitizer builds and clang build the one baseline version.
+#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SOFTMAX_GRAD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SOFTMAX_GRAD_CLONES
+#endif
+#define SOFTMAX_GRAD_INLINE inline __attribute__((always_inline))
+
+namespace softmax_internal {
+namespace cpu {
+
+namespace {
+
+using convert::load;
+using convert::store;
+
+// Independent accumulators of a reduction: 32 floats (16 doubles) = two AVX-512 or four AVX2
+// vectors, enough to hide the add latency; the tree that folds them is fixed, so a sum depends
+// only on the data and n.
+template <class T>
+constexpr size_t kLanes = 64 / sizeof(T) * 2;
+
+template <class T>
+SOFTMAX_GRAD_INLINE T tree_sum(T* a) {
+  for (size_t w = kLanes<T> / 2; w >= 1; w /= 2)
+    for (size_t j = 0; j < w; ++j) a[j] += a[j + w];
+  return a[0];
+}
+
+// sum(a * b), or sum(b) when `log` (the log-softmax gradient needs only sum(dy)).
+template <class T>
+SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
+  T acc[kLanes<T>];
+  for (size_t j = 0; j < kLanes<T>; ++j) acc[j] = T(0);
+  size_t i = 0;
+  if (log) {
+    for (; i + kLanes<T> <= n; i += kLanes<T>)
+      for (size_t j = 0; j < kLanes<T>; ++j) acc[j] += load<T>(b, i + j);
+    for (size_t j = 0; i + j < n; ++j) acc[j] += load<T>(b, i + j);
+  } else {
+    for (; i + kLanes<T> <= n; i += kLanes<T>)
+      for (size_t j = 0; j < kLanes<T>; ++j) acc[j] += load<T>(a, i + j) * load<T>(b, i + j);
+    for (size_t j = 0; i + j < n; ++j) acc[j] += load<T>(a, i + j) * load<T>(b, i + j);
+  }
+  return tree_sum(acc);
+}
+
+SOFTMAX_GRAD_INLINE ExpClamp<float> exp_clamp(float) { return exp_clamp_f32(); }
+SOFTMAX_GRAD_INLINE ExpClamp<double> exp_clamp(double) { return exp_clamp_f64(); }
+SOFTMAX_GRAD_INLINE float exp_of(float x, ExpClamp<float> c) { return exp_f32(x, c); }
+SOFTMAX_GRAD_INLINE double exp_of(double x, ExpClamp<double> c) { return exp_f64(x, c); }
+
+// dx = y * (dy - dot), or dx = dy - exp(y) * dot. Each element is read before its dx is
+// written, so dx == dy is fine.
+template <class T>
+SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot, bool log) {
+  if (log) {
+    const ExpClamp<T> c = exp_clamp(T());
+    for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(dy, i) - exp_of(load<T>(y, i), c) * dot);
+  } else {
+    for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(y, i) * (load<T>(dy, i) - dot));
+  }
+}
+
+template <class T>
+SOFTMAX_GRAD_INLINE void grad_rows(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols,
+                                   const T* row_dot, bool log) {
+  const size_t n = size_t(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t o = size_t(r) * n;
+    const T dot = row_dot != nullptr ? row_dot[r] : lane_dot(y + o, dy + o, n, log);
+    finish(y + o, dy + o, dx + o, n, dot, log);
+  }
+}
+
+}  // namespace
+
+// ---- conversions ---------------------------------------------------------------------------
+
+namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// binary16 <-> float with the F16C instructions (every x86-64-v3 CPU), 8 at a time: about ten
+// times faster than the portable bit arithmetic, and the same values (vcvtps2ph with imm 0
+// rounds to nearest even; NaN stays NaN, its payload truncated rather than replaced).
+#define SOFTMAX_GRAD_F16C 1
+
+// CPUID leaf 1: OSXSAVE, AVX and F16C in ECX, then XCR0 for the OS saving the YMM state.
+// (Not __builtin_cpu_supports: clang 14 does not know "f16c".)
+bool have_f16c() {
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+    const unsigned need = (1u << 27) | (1u << 28) | (1u << 29);
+    if ((c & need) != need) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+  }();
+  return yes;
+}
+
+__attribute__((target("avx,f16c"))) void widen_f16_f16c(const void* src, size_t n, float* dst) {
+  const unsigned char* p = static_cast<const unsigned char*>(src);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i))));
+  for (; i < n; ++i) dst[i] = convert::f16_to_f32(load<uint16_t>(src, i));
+}
+
+__attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* src, void* dst, size_t n) {
+  unsigned char* p = static_cast<unsigned char*>(dst);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+  for (; i < n; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(src[i]));
+}
+#endif
+
+SOFTMAX_GRAD_CLONES
+void widen_f32_loops(const void* src, softmax_dtype t, int64_t n, float* dst) {
+  const size_t m = size_t(n);
+  if (t == SOFTMAX_DTYPE_F32) {
+    for (size_t i = 0; i < m; ++i) dst[i] = load<float>(src, i);
+  } else if (t == SOFTMAX_DTYPE_F16) {
+    for (size_t i = 0; i < m; ++i) dst[i] = convert::f16_to_f32(load<uint16_t>(src, i));
+  } else {
+    for (size_t i = 0; i < m; ++i) dst[i] = convert::bf16_to_f32(load<uint16_t>(src, i));
+  }
+}
+
+SOFTMAX_GRAD_CLONES
+void narrow_f32_loops(const float* src, void* dst, softmax_dtype t, int64_t n) {
+  const size_t m = size_t(n);
+  if (t == SOFTMAX_DTYPE_F32) {
+    for (size_t i = 0; i < m; ++i) store<float>(dst, i, src[i]);
+  } else if (t == SOFTMAX_DTYPE_F16) {
+    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(src[i]));
+  } else {
+    for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_bf16(src[i]));
+  }
+}
+
+}  // namespace
+
+SOFTMAX_GRAD_CLONES
+void widen_f64(const void* src, softmax_dtype t, int64_t n, double* dst) {
+  const size_t m = size_t(n);
+  switch (t) {
+    case SOFTMAX_DTYPE_F64:
+      for (size_t i = 0; i < m; ++i) dst[i] = load<double>(src, i);
+      return;
+    case SOFTMAX_DTYPE_F32:
+      for (size_t i = 0; i < m; ++i) dst[i] = double(load<float>(src, i));
+      return;
+    case SOFTMAX_DTYPE_F16:
+      for (size_t i = 0; i < m; ++i) dst[i] = double(convert::f16_to_f32(load<uint16_t>(src, i)));
+      return;
+    case SOFTMAX_DTYPE_BF16:
+      break;
+  }
+  for (size_t i = 0; i < m; ++i) dst[i] = double(convert::bf16_to_f32(load<uint16_t>(src, i)));
+}
+
+void widen_f32(const void* src, softmax_dtype t, int64_t n, float* dst) {
+#if defined(SOFTMAX_GRAD_F16C)
+  if (t == SOFTMAX_DTYPE_F16 && have_f16c()) return widen_f16_f16c(src, size_t(n), dst);
+#endif
+  widen_f32_loops(src, t, n, dst);
+}
+
+void narrow_f32(const float* src, void* dst, softmax_dtype t, int64_t n) {
+#if defined(SOFTMAX_GRAD_F16C)
+  if (t == SOFTMAX_DTYPE_F16 && have_f16c()) return narrow_f16_f16c(src, dst, size_t(n));
+#endif
+  narrow_f32_loops(src, dst, t, n);
+}
+
+// 16-bit results go through float (double -> float -> 16 bits may round twice; the extra error
+// is under 2^-24 relative, far below the 16-bit rounding itself).
+SOFTMAX_GRAD_CLONES
+void narrow_f64(const double* src, void* dst, softmax_dtype t, int64_t n) {
+  const size_t m = size_t(n);
+  switch (t) {
+    case SOFTMAX_DTYPE_F64:
+      for (size_t i = 0; i < m; ++i) store<double>(dst, i, src[i]);
+      return;
+    case SOFTMAX_DTYPE_F32:
+      for (size_t i = 0; i < m; ++i) store<float>(dst, i, float(src[i]));
+      return;
+    case SOFTMAX_DTYPE_F16:
+      for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_f16(float(src[i])));
+      return;
+    case SOFTMAX_DTYPE_BF16:
+      break;
+  }
+  for (size_t i = 0; i < m; ++i) store<uint16_t>(dst, i, convert::f32_to_bf16(float(src[i])));
+}
+
+// ---- streamed results ----------------------------------------------------------------------
+
+void stream_store_f32(const float* src, void* dst, int64_t n) {
+  size_t i = 0;
+#if defined(__SSE__)
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+  if (addr % sizeof(float) == 0) {
+    const size_t head = std::min(size_t(n), (16 - addr % 16) % 16 / sizeof(float));
+    std::memcpy(dst, src, head * sizeof(float));
+    float* d = static_cast<float*>(dst);
+    for (i = head; i + 4 <= size_t(n); i += 4) _mm_stream_ps(d + i, _mm_loadu_ps(src + i));
+    _mm_sfence();
+  }
+#endif
+  std::memcpy(static_cast<unsigned char*>(dst) + i * sizeof(float), src + i, (size_t(n) - i) * sizeof(float));
+}
+
+// ---- softmax / log-softmax backward ----------------------------------------------------------
+
+SOFTMAX_GRAD_CLONES
+float grad_dot_f32(const float* y, const float* dy, int64_t n, bool log) { return lane_dot(y, dy, size_t(n), log); }
+
+SOFTMAX_GRAD_CLONES
+double grad_dot_f64(const double* y, const double* dy, int64_t n, bool log) {
+  return lane_dot(y, dy, size_t(n), log);
+}
+
+SOFTMAX_GRAD_CLONES
+void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log) {
+  finish(y, dy, dx, size_t(n), dot, log);
+}
+
+SOFTMAX_GRAD_CLONES
+void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, double dot, bool log) {
+  finish(y, dy, dx, size_t(n), dot, log);
+}
+
+SOFTMAX_GRAD_CLONES
+void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                   const float* row_dot, bool log) {
+  grad_rows(y, dy, dx, rows, cols, row_dot, log);
+}
+
+SOFTMAX_GRAD_CLONES
+void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
+                   const double* row_dot, bool log) {
+  grad_rows(y, dy, dx, rows, cols, row_dot, log);
+}
+
+SOFTMAX_GRAD_CLONES
+void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t cols, bool log, float* out) {
+  const size_t n = size_t(cols);
+  for (int64_t r = 0; r < rows; ++r) out[r] = lane_dot(y + size_t(r) * n, dy + size_t(r) * n, n, log);
+}
+
+// ---- dropout backward --------------------------------------------------------------------
+
+// The select as a bit mask (keep bytes are 0 or 1): +0 where dropped, whatever dy holds.
+SOFTMAX_GRAD_CLONES
+void dropout_grad_f32(const float* dy, const uint8_t* keep, float scale, int64_t n, float* g) {
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const uint32_t v = convert::bits(load<float>(dy, i) * scale);
+    store<float>(g, i, convert::from_bits(v & (0u - uint32_t(keep[i]))));
+  }
+}
+
+SOFTMAX_GRAD_CLONES
+void dropout_grad_f64(const double* dy, const uint8_t* keep, double scale, int64_t n, double* g) {
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const uint64_t v = __builtin_bit_cast(uint64_t, load<double>(dy, i) * scale);
+    store<double>(g, i, __builtin_bit_cast(double, v & (uint64_t{0} - uint64_t(keep[i]))));
+  }
+}
+
+SOFTMAX_GRAD_CLONES
+void scale_f32(float* v, int64_t n, float factor) {
+  for (size_t i = 0; i < size_t(n); ++i) v[i] *= factor;
+}
+
+SOFTMAX_GRAD_CLONES
+void scale_f64(double* v, int64_t n, double factor) {
+  for (size_t i = 0; i < size_t(n); ++i) v[i] *= factor;
+}
+
+// Max with -inf start (NaN elements never win a comparison; the sum catches them), then
+// exp(x - max) summed in lanes. An all -inf chunk is looked at directly: exp(-inf - -inf) would
+// be NaN, but such a chunk only contributes nothing (or NaN if it holds a NaN).
+SOFTMAX_GRAD_CLONES
+ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  const size_t m = size_t(n);
+  double mx[kLanes<double>];
+  for (size_t j = 0; j < kLanes<double>; ++j) mx[j] = kNegInf;
+  size_t i = 0;
+  for (; i + kLanes<double> <= m; i += kLanes<double>)
+    for (size_t j = 0; j < kLanes<double>; ++j) {
+      const double v = load<double>(x, i + j);
+      mx[j] = v > mx[j] ? v : mx[j];
+    }
+  for (size_t j = 0; i + j < m; ++j) {
+    const double v = load<double>(x, i + j);
+    mx[j] = v > mx[j] ? v : mx[j];
+  }
+  double max = kNegInf;
+  for (size_t j = 0; j < kLanes<double>; ++j) max = mx[j] > max ? mx[j] : max;
+  if (max == kNegInf) {
+    bool nan = false;
+    for (size_t k = 0; k < m; ++k) nan |= std::isnan(load<double>(x, k));
+    if (e_out != nullptr) std::fill(e_out, e_out + m, 0.0);
+    return ChunkStats64{max, 0.0, nan};
+  }
+  double acc[kLanes<double>];
+  for (size_t j = 0; j < kLanes<double>; ++j) acc[j] = 0.0;
+  const ExpClamp<double> clamp = exp_clamp_f64();
+  // Two copies of the loop, with and without the stores, so that neither holds a branch.
+  if (e_out != nullptr) {
+    for (i = 0; i + kLanes<double> <= m; i += kLanes<double>) {
+      for (size_t j = 0; j < kLanes<double>; ++j) {
+        const double e = exp_f64(load<double>(x, i + j) - max, clamp);
+        e_out[i + j] = e;
+        acc[j] += e;
+      }
+    }
+    for (size_t j = 0; i + j < m; ++j) {
+      const double e = exp_f64(load<double>(x, i + j) - max, clamp);
+      e_out[i + j] = e;
+      acc[j] += e;
+    }
+  } else {
+    for (i = 0; i + kLanes<double> <= m; i += kLanes<double>)
+      for (size_t j = 0; j < kLanes<double>; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
+    for (size_t j = 0; i + j < m; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
+  }
+  const double sum = tree_sum(acc);
+  return ChunkStats64{max, sum, std::isnan(sum)};
+}
+
+// ---- sharded forward -----------------------------------------------------------------------
+
+SOFTMAX_GRAD_CLONES
+void exp_scaled_f32(const float* x, float* y, int64_t n, float shift, float factor) {
+  const ExpClamp<float> clamp = exp_clamp_f32();
+  for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, exp_f32(load<float>(x, i) - shift, clamp) * factor);
+}
+
+// (x - max) - log_sum: two roundings, each relative to a small value, as the forward does.
+SOFTMAX_GRAD_CLONES
+void log_shifted_f32(const float* x, float* y, int64_t n, float shift, float log_sum) {
+  for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, (load<float>(x, i) - shift) - log_sum);
+}
+
+}  // namespace cpu
+}  // namespace softmax_internal
