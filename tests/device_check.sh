@@ -66,13 +66,14 @@ echo "rc=$?" >> "$L/cuda_tests.log"
 # The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced, and
 # the plan of GPUs without thread-block clusters (SOFTMAX_CUDA_MAX_CLUSTER=1).
 FORCED_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShapes/*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaBackward.*:CudaDropoutBackward.*:CudaSharded.*:CudaTypes.*'
+# The forced runs are independent processes: side by side on the GPU.
 for strategy in segment block cluster split; do
-  SOFTMAX_CUDA_STRATEGY=$strategy lb timeout "$(cap 90)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
-    > "$L/forced_$strategy.log" 2>&1
-  echo "rc=$?" >> "$L/forced_$strategy.log"
+  ( SOFTMAX_CUDA_STRATEGY=$strategy lb timeout "$(cap 150)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
+      > "$L/forced_$strategy.log" 2>&1; echo "rc=$?" >> "$L/forced_$strategy.log" ) &
 done
-SOFTMAX_CUDA_MAX_CLUSTER=1 lb timeout "$(cap 120)" "$CUDA_TESTS" > "$L/forced_no_clusters.log" 2>&1
-echo "rc=$?" >> "$L/forced_no_clusters.log"
+( SOFTMAX_CUDA_MAX_CLUSTER=1 lb timeout "$(cap 150)" "$CUDA_TESTS" > "$L/forced_no_clusters.log" 2>&1
+  echo "rc=$?" >> "$L/forced_no_clusters.log" ) &
+wait
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
 lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
 lb timeout "$(cap 30)" "$API_TESTS" > "$L/api_tests.log" 2>&1
@@ -120,7 +121,13 @@ json.dump({"parts": [json.load(open(p)) for p in sys.argv[2:] if os.path.exists(
           open(sys.argv[1], "w"), indent=1)
 PY
 
-if [ "$(left)" -gt 45 ]; then
+if [ "$(left)" -gt 60 ]; then
+  stamp "GPU tables ($(left) s left)"
+  LIB=$LIB OUT=$OUT/tables timeout "$(cap 420)" bash bench/gpu_tables.sh > "$L/gpu_tables.log" 2>&1
+  echo "gpu_tables rc=$?" >> "$OUT/summary.txt"
+fi
+
+if [ "${TORCH_COMPARE:-0}" = 1 ] && [ "$(left)" -gt 45 ]; then
   stamp "torch comparison ($(left) s left)"
   compile_flag=""
   [ "$(left)" -lt 150 ] && compile_flag=--no-compile

@@ -76,7 +76,7 @@ def median_ms(fn, reps):
     return times[len(times) // 2]
 
 
-def run_case(lib, spec, reps, with_torch):
+def run_case(lib, spec, reps, with_torch, with_compile=False):
     op, dname, shape = spec.split(":")
     offset = 0
     if "+" in shape:
@@ -174,31 +174,63 @@ def run_case(lib, spec, reps, with_torch):
            "err": err}
     if with_torch and eager is not None:
         row["torch_gbps"] = moved / median_ms(eager, reps) / 1e6
+        if with_compile:
+            compiled = torch.compile(eager)
+            row["compile_gbps"] = moved / median_ms(compiled, reps) / 1e6
     return row
+
+
+def latency_us(lib, cols, reps=200):
+    """Kernel time of one softmax_rows call on a single f32 row: `reps` calls captured in one
+    CUDA graph and replayed, so the host's launch cost is not timed."""
+    x = torch.randn(cols, device="cuda")
+    y = torch.empty_like(x)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        o = opts()
+        check(lib, lib.softmax_rows(x.data_ptr(), y.data_ptr(), 1, cols, 0, ctypes.byref(o)))
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            for _ in range(reps):
+                lib.softmax_rows(x.data_ptr(), y.data_ptr(), 1, cols, 0, ctypes.byref(o))
+    g.replay()
+    torch.cuda.synchronize()
+    ms = median_ms(g.replay, 10)
+    ref = torch.softmax(x.double(), -1)
+    err = ((y.double() - ref).abs() / ref).max().item()
+    return 1000 * ms / reps, err
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--cases", required=True)
+    ap.add_argument("--cases", default="")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--compile", action="store_true", help="also torch.compile'd torch (with --torch)")
+    ap.add_argument("--latency", default="", help="comma-separated single-row lengths to time in a CUDA graph")
     ap.add_argument("--json")
     a = ap.parse_args()
     lib = load(a.lib)
     out = []
-    for spec in a.cases.split(","):
+    for cols in [int(c) for c in a.latency.split(",") if c]:
+        us, err = latency_us(lib, cols)
+        out.append({"latency_cols": cols, "us": us, "err": err})
+        print("latency 1x%-10d %8.2f us per call (graph replay)  err %.1e" % (cols, us, err), flush=True)
+    for spec in [c for c in a.cases.split(",") if c]:
         try:
-            r = run_case(lib, spec, a.reps, a.torch)
+            r = run_case(lib, spec, a.reps, a.torch, a.compile)
         except Exception as e:  # one failing case must not hide the others
             r = {"case": spec, "error": str(e)}
         out.append(r)
         if "error" in r:
             print("%-28s ERROR %s" % (spec, r["error"]), flush=True)
         else:
-            print("%-28s %9.3f ms %7.0f GB/s %5.1f%% of copy  err %.1e%s" % (
+            print("%-28s %9.3f ms %7.0f GB/s %5.1f%% of copy  err %.1e%s%s" % (
                 spec, r["ms"], r["gbps"], r["pct_copy"], r["err"],
-                "  torch %6.0f" % r["torch_gbps"] if "torch_gbps" in r else ""), flush=True)
+                "  torch %6.0f" % r["torch_gbps"] if "torch_gbps" in r else "",
+                "  compile %6.0f" % r["compile_gbps"] if "compile_gbps" in r else ""), flush=True)
         torch.cuda.empty_cache()
     if a.json:
         with open(a.json, "w") as f:
