@@ -42,6 +42,17 @@ struct ForwardArgs {
   int64_t cols;
 };
 
+// log-softmax is (x - max) - log(sum): two subtractions, because max + log(sum) rounded to one
+// number loses the low bits of log(sum) when the max is large (1e4: 5e-4 absolute in fp32).
+template <class A>
+struct LogShift {
+  A max;
+  A log_sum;
+  __device__ __forceinline__ static LogShift of(bool log_softmax, A M, A S) {
+    return log_softmax ? LogShift{M, log(S)} : LogShift{A(0), A(0)};
+  }
+};
+
 // Keep bytes of one chunk (bit j of `bits` -> byte j), V bytes at mask_row + col0.
 template <int V>
 __device__ __forceinline__ void store_keep_bytes(uint8_t* mask_row, int col0, int limit, uint32_t bits,
@@ -83,13 +94,13 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
 // columns below `limit` are written.
 template <class T, class Y, class A, Forward kOp, int K, int V>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
-                                               const Place& p, A (&v)[K][V], A factor, A log_offset) {
+                                               const Place& p, A (&v)[K][V], A factor, LogShift<A> log) {
   uint8_t* mask_row = a.mask != nullptr ? a.mask + flat0 : nullptr;
   if (a.log_softmax) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
-      for (int j = 0; j < V; ++j) v[k][j] = v[k][j] - log_offset;
+      for (int j = 0; j < V; ++j) v[k][j] = (v[k][j] - log.max) - log.log_sum;
     }
   } else {
 #pragma unroll
@@ -196,9 +207,9 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
           }
         }
         const A factor = sh.to_m / S;
-        const A log_offset = a.log_softmax ? M + log(S) : A(0);
         const int64_t first = (live ? row : 0) * int64_t(cols);
-        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], factor, log_offset);
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], factor,
+                                           LogShift<A>::of(a.log_softmax, M, S));
       }
       continue;
     }
@@ -255,11 +266,11 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
           a.row_sumexp[row] = static_cast<float>(S[r]);
         }
       } else {
-        A f = factor[r], log_offset = A(0);
-        if (a.log_softmax) log_offset = M[r] + log(S[r]);
+        A f = factor[r];
         if constexpr (kOp == Forward::Dropout) f *= a.keys.template scale_as<A>();
         const int64_t first = (live ? row : 0) * int64_t(cols);
-        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], f, log_offset);
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], f,
+                                           LogShift<A>::of(a.log_softmax, M[r], S[r]));
       }
     }
   }
@@ -354,7 +365,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const Shift<A> sh(M);
   A factor = sh.to_m / S;
   if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
-  const A log_offset = a.log_softmax ? M + log(S) : A(0);
+  const LogShift<A> log = LogShift<A>::of(a.log_softmax, M, S);
   const int64_t last = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
   for (int64_t t = last; t >= begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
@@ -368,7 +379,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
         for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
       }
     }
-    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, v, factor, log_offset);
+    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, v, factor, log);
   }
 }
 

@@ -152,7 +152,8 @@ void run_dropout_backward(softmax_dtype xt, softmax_dtype yt, size_t rows, size_
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer got = dxv.host(xt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
-  const double scale_p = p < 1.0f ? double(dropout_scale(p)) : 0.0;
+  // The scale in the arithmetic's precision (fp64 scale for fp64 arithmetic).
+  const double scale_p = p >= 1.0f ? 0.0 : fp64 ? 1.0 / (1.0 - double(p)) : double(dropout_scale(p));
   std::vector<double> s;
   for (size_t r : rows_to_check(rows, cols, seed)) {
     reference_row(x, r, cols, false, &s);
