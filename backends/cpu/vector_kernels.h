@@ -6,15 +6,18 @@
 //   m_c = max(x_c),  e_i = exp(x_i - m_c) in fp32,  s_c = fp32 sum of e_i (fixed accumulator tree)
 // and the drivers merge the partials in double, in chunk order (chunk_merge.h):
 //   M = max m_c,  S = sum_c s_c * exp(m_c - M),  f_c = float(exp(m_c - M) / S),  y_i = e_i * f_c.
+// Inside the kernels e_i is held as e_i * 2^64 so that y_i is rounded into the subnormal range
+// only once, in the final product (exp_range.h); s_c is reported unscaled.
 // Because e_i is a pure function of (x_i, m_c), storing it in phase 1 and recomputing it in phase 2
 // give the same bits, so a driver may pick either for speed without changing any result.
 // Non-finite input needs no test in the loops: exp propagates NaN, and x - m_c is NaN for a +inf
 // element or an all -inf chunk, so such sums come out NaN and the row becomes NaN through f_c
 // (all -inf chunks are the one case handled apart, as they may sit in an otherwise finite row).
 // A row with cols <= kChunkElems is a single chunk: f = float(1 / double(s)), which the short-row
-// kernels compute as the fp32 division 1.0f / s: for a quotient of two floats the two are the
-// same number (double has more than 2 * 24 + 2 bits, so rounding twice cannot differ from
-// rounding once), and the fp32 division is shorter on the per-row critical path.
+// kernels compute as the fp32 division 1.0f / (s * 2^64) applied to the scaled e_i: for a quotient
+// of two floats the two are the same number up to that exact power of two (double has more than
+// 2 * 24 + 2 bits, so rounding twice cannot differ from rounding once), and the fp32 division is
+// shorter on the per-row critical path.
 #pragma once
 
 #include <softmax/softmax.h>
@@ -51,10 +54,10 @@ struct VectorKernels {
                      bool log_softmax, bool stream);
 
   // Phase 1 of one chunk of n <= kChunkElems elements. When exp_out is not null the e_i are
-  // stored there (fp32) for a later finish_stored.
+  // stored there (fp32, scaled by 2^64) for a later finish_stored.
   ChunkPartial (*chunk_partial)(const void* x, softmax_dtype dtype, int64_t n, float* exp_out);
 
-  // Phase 2 of one chunk: y = exp(x - shift) * factor (recomputing e), or from stored e.
+  // Phase 2 of one chunk: y = exp(x - shift) * factor (recomputing e), or from the stored e.
   void (*finish_recompute)(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
                            bool stream);
   void (*finish_stored)(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor,

@@ -77,8 +77,9 @@ HWY_INLINE bool AnyNaN(const float* x, size_t n) {
   return false;
 }
 
-// Sum of e_i = exp(x_i - shift) with four independent accumulators (fixed tree: the result
-// depends only on n and the data), optionally storing the e_i.
+// Sum of the scaled e_i = exp(x_i - shift) * 2^64 (ExpScaled) with four independent
+// accumulators (fixed tree: the result depends only on n and the data), optionally storing them.
+// The sum stays scaled: 1 / sum is then the factor * 2^-64 that the scaled values need.
 template <bool kStore>
 HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
   const DF d;
@@ -87,10 +88,10 @@ HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
   VF a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
-    const VF e1 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + N), vs));
-    const VF e2 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 2 * N), vs));
-    const VF e3 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 3 * N), vs));
+    const VF e0 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    const VF e1 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + N), vs));
+    const VF e2 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + 2 * N), vs));
+    const VF e3 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + 3 * N), vs));
     if (kStore) {
       hn::StoreU(e0, d, e + i);
       hn::StoreU(e1, d, e + i + N);
@@ -103,14 +104,15 @@ HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
     a3 = hn::Add(a3, e3);
   }
   for (; i + N <= n; i += N) {
-    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    const VF e0 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i), vs));
     if (kStore) hn::StoreU(e0, d, e + i);
     a0 = hn::Add(a0, e0);
   }
   if (i < n) {
-    // -inf padding: exp(-inf - shift) is exactly 0, so the padding adds nothing.
+    // -inf padding: each padded lane adds ExpScaled(-inf) < 2^-118 to a sum that holds
+    // ExpScaled(0) = 2^64, which does not move it.
     const VF v = LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity());
-    const VF e0 = ExpNonPositive(d, hn::Sub(v, vs));
+    const VF e0 = ExpScaled(d, hn::Sub(v, vs));
     if (kStore) StoreTail(d, e0, e + i, n - i);
     a1 = hn::Add(a1, e0);
   }
@@ -151,6 +153,11 @@ HWY_INLINE void FinishChunkOut(float* out, void* y, softmax_dtype dtype, int64_t
 
 // ---- the table entries ---------------------------------------------------------------------
 
+// log(sum) for log-softmax from the scaled sum ExpSum returns (unscaling is exact).
+HWY_INLINE float LogOfScaledSum(float scaled_sum) {
+  return static_cast<float>(std::log(double(scaled_sum * kExpUnscaleF32)));
+}
+
 // Rows are read in order, so the data `ahead` elements on (the next row, or 4 KiB for short
 // rows) is what comes next.
 HWY_INLINE size_t RowPrefetchDistance(size_t n) { return std::max<size_t>(n, 1024); }
@@ -163,7 +170,7 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
   const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
-    LogOut(x, out, n, max, static_cast<float>(std::log(double(s))));
+    LogOut(x, out, n, max, LogOfScaledSum(s));
   } else {
     const float s = ExpSum<true>(x, n, max, out);
     ScaleInPlace(out, n, 1.0f / s);
@@ -194,12 +201,12 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
   VF e[kVecs];
   VF sum = hn::Zero(d);
   for (size_t k = 0; k < kVecs; ++k) {
-    e[k] = ExpNonPositive(d, hn::Sub(v[k], m));
+    e[k] = ExpScaled(d, hn::Sub(v[k], m));
     sum = hn::Add(sum, e[k]);
   }
   const float s = hn::GetLane(hn::SumOfLanes(d, sum));
   if (log_softmax) {
-    const VF ls = hn::Set(d, static_cast<float>(std::log(double(s))));
+    const VF ls = hn::Set(d, LogOfScaledSum(s));
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Sub(hn::Sub(v[k], m), ls);
   } else {
     const VF f = hn::Set(d, 1.0f / s);
@@ -222,7 +229,7 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
   const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
-    const VF vm = hn::Set(d, max), vl = hn::Set(d, static_cast<float>(std::log(double(s))));
+    const VF vm = hn::Set(d, max), vl = hn::Set(d, LogOfScaledSum(s));
     for (size_t i = 0; i < n; i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
   } else {
     const float s = ExpSum<true>(x, n, max, scratch);
@@ -321,7 +328,7 @@ ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float
   const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), max, exp_out)
                                      : ExpSum<false>(xc, size_t(n), max, nullptr);
   // A NaN sum means a NaN or a +inf in the chunk: either way the row is NaN.
-  return ChunkPartial{max, s, std::isnan(s)};
+  return ChunkPartial{max, s * kExpUnscaleF32, std::isnan(s)};
 }
 
 // A streamed f32 chunk that starts on a vector boundary and is whole vectors long can be
@@ -337,20 +344,21 @@ void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Chu
   const float* xc = AsF32(x, dtype, size_t(n));
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  const VF vs = hn::Set(d, f.shift);
+  const ScaledFactor vf = MakeScaledFactor(d, f.factor);
   if (StreamDirect(y, dtype, n, stream)) {
     float* yf = static_cast<float*>(y);
     for (size_t i = 0; i < size_t(n); i += N)
-      hn::Stream(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, yf + i);
+      hn::Stream(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, yf + i);
     return;
   }
   float* out = ChunkOut(y, dtype, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N)
-    hn::StoreU(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, out + i);
+    hn::StoreU(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, out + i);
   if (i < size_t(n)) {
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
-    StoreTail(d, hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), out + i, size_t(n) - i);
+    StoreTail(d, ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), out + i, size_t(n) - i);
   }
   FinishChunkOut(out, y, dtype, n, stream);
 }
@@ -358,16 +366,16 @@ void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Chu
 void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF vf = hn::Set(d, factor);
+  const ScaledFactor vf = MakeScaledFactor(d, factor);
   if (StreamDirect(y, dtype, n, stream)) {
     float* yf = static_cast<float*>(y);
-    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Mul(hn::LoadU(d, e + i), vf), d, yf + i);
+    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(ApplyFactor(vf, hn::LoadU(d, e + i)), d, yf + i);
     return;
   }
   float* out = ChunkOut(y, dtype, n, stream);
   size_t i = 0;
-  for (; i + N <= size_t(n); i += N) hn::StoreU(hn::Mul(hn::LoadU(d, e + i), vf), d, out + i);
-  for (; i < size_t(n); ++i) out[i] = e[i] * factor;
+  for (; i + N <= size_t(n); i += N) hn::StoreU(ApplyFactor(vf, hn::LoadU(d, e + i)), d, out + i);
+  if (i < size_t(n)) StoreTail(d, ApplyFactor(vf, LoadTail(d, e + i, size_t(n) - i, 0.0f)), out + i, size_t(n) - i);
   FinishChunkOut(out, y, dtype, n, stream);
 }
 
@@ -395,17 +403,18 @@ void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, Chunk
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  const VF vs = hn::Set(d, f.shift);
+  const ScaledFactor vf = MakeScaledFactor(d, f.factor);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) {
-    const VF v = hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf);
+    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
     const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
     hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
   }
   if (i < size_t(n)) {
     HWY_ALIGN float tail[hn::MaxLanes(DF())];
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
-    hn::Store(hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), d, tail);
+    hn::Store(ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), d, tail);
     for (size_t j = 0; i + j < size_t(n); ++j) out[i + j] = keep[i + j] ? tail[j] : 0.0f;
   }
   WriteTile(out, y, dtype, size_t(n), false);

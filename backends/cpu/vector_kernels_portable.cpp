@@ -17,6 +17,7 @@
 
 #include "backends/common/half_bits.h"
 #include "backends/cpu/dropout_keep_bytes.h"
+#include "backends/cpu/exp_range.h"
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
@@ -44,11 +45,12 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 SOFTMAX_CPU_INLINE uint32_t bits_of(float f) { return __builtin_bit_cast(uint32_t, f); }
 SOFTMAX_CPU_INLINE float float_of(uint32_t u) { return __builtin_bit_cast(float, u); }
 
-// exp(x) for x in [-inf, 0]: the same steps and constants as the Highway kernels'
-// ExpNonPositive (see there for why each step is what it is, and why NaN must propagate).
-SOFTMAX_CPU_INLINE float exp_nonpositive(float x) {
+// exp(x) * 2^64 for x in [-inf, 0]: the same steps and constants as the Highway kernels'
+// ExpScaled (see there for why each step is what it is, and why NaN must propagate) and the
+// same range handling (exp_range.h).
+SOFTMAX_CPU_INLINE float exp_scaled(float x) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  x = x < -88.0f ? -88.0f : x;  // keeps NaN
+  x = x < kExpClampF32 ? kExpClampF32 : x;  // keeps NaN
   const float t = x * 1.44269504088896341f + kMagic;
   const float n = t - kMagic;
   float r = x - n * 0.693145751953125f;
@@ -58,7 +60,7 @@ SOFTMAX_CPU_INLINE float exp_nonpositive(float x) {
   p = p * r + 0.499992311000824f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const uint32_t scale = (bits_of(t) + 127u) << 23;
+  const uint32_t scale = (bits_of(t) + uint32_t(127 + kExpScaleLog2)) << 23;
   return p * float_of(scale);
 }
 
@@ -108,18 +110,29 @@ SOFTMAX_CPU_INLINE float exp_sum(const float* x, size_t n, float shift, float* e
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (size_t j = 0; j < kLanes; ++j) {
-      const float v = exp_nonpositive(load_f(x, i + j) - shift);
+      const float v = exp_scaled(load_f(x, i + j) - shift);
       if (kStore) e[i + j] = v;
       a[j] += v;
     }
   }
   for (size_t j = 0; i + j < n; ++j) {
-    const float v = exp_nonpositive(load_f(x, i + j) - shift);
+    const float v = exp_scaled(load_f(x, i + j) - shift);
     if (kStore) e[i + j] = v;
     a[j] += v;
   }
   return tree_sum(a);
 }
+
+// y = e * factor for a scaled e (exp_range.h): one rounding when factor * 2^-64 is normal.
+struct ScaledFactor {
+  float first, second;
+  bool two_steps;
+  explicit ScaledFactor(float factor)
+      : first(exp_factor_fits_once(factor) ? factor * kExpUnscaleF32 : kExpUnscaleF32),
+        second(factor),
+        two_steps(!exp_factor_fits_once(factor)) {}
+  SOFTMAX_CPU_INLINE float apply(float e) const { return two_steps ? e * first * second : e * first; }
+};
 
 SOFTMAX_CPU_INLINE const float* as_f32(const void* x, softmax_dtype dtype, size_t n) {
   if (dtype == SOFTMAX_DTYPE_F32) return static_cast<const float*>(x);
@@ -150,7 +163,7 @@ SOFTMAX_CPU_INLINE void row_in_l1(const float* x, float* out, size_t n, bool log
   const float max = row_max(x, n);
   if (log_softmax) {
     const float s = exp_sum<false>(x, n, max, nullptr);
-    const float ls = static_cast<float>(std::log(double(s)));
+    const float ls = static_cast<float>(std::log(double(s * kExpUnscaleF32)));
     for (size_t i = 0; i < n; ++i) out[i] = (load_f(x, i) - max) - ls;
   } else {
     const float s = exp_sum<true>(x, n, max, out);
@@ -196,7 +209,7 @@ ChunkPartial chunk_partial(const void* x, softmax_dtype dtype, int64_t n, float*
   }
   const float s = exp_out != nullptr ? exp_sum<true>(xc, size_t(n), max, exp_out)
                                      : exp_sum<false>(xc, size_t(n), max, nullptr);
-  return ChunkPartial{max, s, std::isnan(s)};
+  return ChunkPartial{max, s * kExpUnscaleF32, std::isnan(s)};
 }
 
 SOFTMAX_CPU_CLONES
@@ -204,7 +217,8 @@ void finish_recompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Ch
                       bool /*stream*/) {
   const float* xc = as_f32(x, dtype, size_t(n));
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
-  for (int64_t i = 0; i < n; ++i) out[i] = exp_nonpositive(load_f(xc, i) - f.shift) * f.factor;
+  const ScaledFactor sf(f.factor);
+  for (int64_t i = 0; i < n; ++i) out[i] = sf.apply(exp_scaled(load_f(xc, i) - f.shift));
   write_out(out, y, dtype, size_t(n));
 }
 
@@ -212,7 +226,8 @@ SOFTMAX_CPU_CLONES
 void finish_stored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor,
                    bool /*stream*/) {
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
-  for (int64_t i = 0; i < n; ++i) out[i] = e[i] * factor;
+  const ScaledFactor sf(factor);
+  for (int64_t i = 0; i < n; ++i) out[i] = sf.apply(e[i]);
   write_out(out, y, dtype, size_t(n));
 }
 
@@ -230,8 +245,9 @@ void finish_dropout(const void* x, void* y, softmax_dtype dtype, int64_t n, Chun
                     const uint8_t* keep) {
   const float* xc = as_f32(x, dtype, size_t(n));
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  const ScaledFactor sf(f.factor);
   for (int64_t i = 0; i < n; ++i) {
-    const float v = exp_nonpositive(load_f(xc, i) - f.shift) * f.factor;
+    const float v = sf.apply(exp_scaled(load_f(xc, i) - f.shift));
     out[i] = keep[i] ? v : 0.0f;
   }
   write_out(out, y, dtype, size_t(n));

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/common/double_to_half.h"
 #include "backends/common/half_bits.h"
 #include "backends/common/philox.h"
 
@@ -66,18 +67,19 @@ struct Buffer {
     std::memcpy(&h, bytes.data() + 2 * i, 2);
     return dtype == SOFTMAX_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
   }
-  // Stores v rounded to the buffer's type (16-bit types through float).
+  // Stores v rounded (once, to nearest even) to the buffer's type.
   void set(size_t i, double v) {
     if (dtype == SOFTMAX_DTYPE_F64) {
       std::memcpy(bytes.data() + 8 * i, &v, 8);
       return;
     }
-    const float f = static_cast<float>(v);
     if (dtype == SOFTMAX_DTYPE_F32) {
+      const float f = static_cast<float>(v);
       std::memcpy(bytes.data() + 4 * i, &f, 4);
       return;
     }
-    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? float_to_f16(f) : float_to_bf16(f);
+    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? softmax_internal::double_to_f16(v)
+                                                  : softmax_internal::double_to_bf16(v);
     std::memcpy(bytes.data() + 2 * i, &h, 2);
   }
   // Fill with a NaN bit pattern so that any element a kernel forgets to write fails the check.
@@ -149,6 +151,42 @@ inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t co
   return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : floor);
 }
 
+// v as the nearest value of type t (once rounded), e.g. +-inf past the type's range.
+inline double round_to(softmax_dtype t, double v) {
+  Buffer b(t, 1);
+  b.set(0, v);
+  return b.get(0);
+}
+
+// Half the smallest subnormal of t: nonnegative results below it round to +0 in t. For f64 that
+// is below every positive double, so 0 (only an exact 0 must be +0).
+inline double half_smallest_subnormal(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64   ? 0.0
+         : t == SOFTMAX_DTYPE_F32 ? 0x1p-150
+         : t == SOFTMAX_DTYPE_F16 ? 0x1p-25
+                                  : 0x1p-134;
+}
+
+// One output element stored as `t` against its float64 value `want`:
+//   NaN must stay NaN;
+//   where `want` rounded to t is infinite (log-softmax of -inf, or a value past t's range) the
+//     output must be exactly that infinity (inf - inf would make any tolerance check NaN);
+//   a softmax value that is exactly 0, or so far below half of t's smallest subnormal that the
+//     arithmetic's error cannot reach it, must be exactly +0 (never a stray subnormal);
+//   anything else within tolerance().
+inline bool value_matches(softmax_dtype t, double got, double want, bool log_softmax, size_t cols,
+                          bool fp64_arith = false) {
+  if (std::isnan(want)) return std::isnan(got);
+  const double rounded = round_to(t, want);
+  if (std::isinf(rounded)) return got == rounded;
+  const double tol = tolerance(t, want, log_softmax, cols, fp64_arith);
+  // For softmax the tolerance is a relative part plus a floor of one subnormal step (2 * half).
+  const double half = half_smallest_subnormal(t), relative_part = tol - 2.0 * half;
+  const bool must_be_zero = want == 0.0 || (!log_softmax && want > 0.0 && want + relative_part < half);
+  if (must_be_zero) return got == 0.0 && !std::signbit(got);
+  return std::fabs(got - want) <= tol;
+}
+
 // Max relative-to-tolerance violation over a row: <= 1 passes. NaN expected must be NaN got.
 struct RowCheck {
   bool ok = true;
@@ -161,15 +199,7 @@ inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::v
   RowCheck r;
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
-    // NaN must stay NaN; an infinite expected value (log-softmax of a -inf input) must be hit
-    // exactly, since inf - inf would make any tolerance check NaN; an exact zero of the
-    // reference (exp(-inf), or underflow even in float64) must be exactly +0.
-    const bool pass = std::isnan(want)   ? std::isnan(got)
-                      : std::isinf(want) ? got == want
-                      : want == 0.0      ? (got == 0.0 && !std::signbit(got))
-                                         : std::fabs(got - want) <=
-                                               tolerance(y.dtype, want, log_softmax, cols, fp64_arith);
-    if (!pass) return RowCheck{false, c, got, want};
+    if (!value_matches(y.dtype, got, want, log_softmax, cols, fp64_arith)) return RowCheck{false, c, got, want};
   }
   return r;
 }
