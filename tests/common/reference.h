@@ -153,9 +153,16 @@ inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t co
 
 // v as the nearest value of type t (once rounded), e.g. +-inf past the type's range.
 inline double round_to(softmax_dtype t, double v) {
-  Buffer b(t, 1);
-  b.set(0, v);
-  return b.get(0);
+  switch (t) {
+    case SOFTMAX_DTYPE_F64:
+      return v;
+    case SOFTMAX_DTYPE_F32:
+      return static_cast<float>(v);
+    case SOFTMAX_DTYPE_F16:
+      return f16_to_float(softmax_internal::double_to_f16(v));
+    default:
+      return bf16_to_float(softmax_internal::double_to_bf16(v));
+  }
 }
 
 // Half the smallest subnormal of t: nonnegative results below it round to +0 in t. For f64 that
@@ -173,13 +180,20 @@ inline double half_smallest_subnormal(softmax_dtype t) {
 //     output must be exactly that infinity (inf - inf would make any tolerance check NaN);
 //   a softmax value that is exactly 0, or so far below half of t's smallest subnormal that the
 //     arithmetic's error cannot reach it, must be exactly +0 (never a stray subnormal);
-//   anything else within tolerance().
+//   anything else within tolerance(), plus, for softmax, the effect of rounding the argument of
+//     exp: x - max is computed in the arithmetic's precision (unit roundoff u), an absolute error
+//     of up to |x - max| u, hence a relative error of |x - max| u in exp(x - max). The caller
+//     passes the element's exact softmax value s (before any dropout scale), which bounds it:
+//     |x - max| = -log(s * sum) <= -log(s).
 inline bool value_matches(softmax_dtype t, double got, double want, bool log_softmax, size_t cols,
-                          bool fp64_arith = false) {
+                          bool fp64_arith = false, double softmax_value = 1.0) {
   if (std::isnan(want)) return std::isnan(got);
   const double rounded = round_to(t, want);
   if (std::isinf(rounded)) return got == rounded;
-  const double tol = tolerance(t, want, log_softmax, cols, fp64_arith);
+  const bool fp64 = fp64_arith || t == SOFTMAX_DTYPE_F64;
+  const double exp_argument = !log_softmax && softmax_value > 0.0 ? -std::log(softmax_value) : 0.0;
+  const double tol = tolerance(t, want, log_softmax, cols, fp64_arith) +
+                     std::fabs(want) * exp_argument * (fp64 ? 0x1p-53 : 0x1p-24);
   // For softmax the tolerance is a relative part plus a floor of one subnormal step (2 * half).
   const double half = half_smallest_subnormal(t), relative_part = tol - 2.0 * half;
   const bool must_be_zero = want == 0.0 || (!log_softmax && want > 0.0 && want + relative_part < half);
@@ -199,7 +213,7 @@ inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::v
   RowCheck r;
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
-    if (!value_matches(y.dtype, got, want, log_softmax, cols, fp64_arith)) return RowCheck{false, c, got, want};
+    if (!value_matches(y.dtype, got, want, log_softmax, cols, fp64_arith, want)) return RowCheck{false, c, got, want};
   }
   return r;
 }

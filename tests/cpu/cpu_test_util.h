@@ -92,7 +92,7 @@ inline ::testing::AssertionResult dropout_matches_reference(const Buffer& x, con
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = size_t(r * cols + c);
       const double want = mask[i] ? ref[size_t(c)] * scale : 0.0, got = y.get(i);
-      if (!softmax_test::value_matches(y.dtype, got, want, false, size_t(cols))) {
+      if (!softmax_test::value_matches(y.dtype, got, want, false, size_t(cols), false, ref[size_t(c)])) {
         return ::testing::AssertionFailure() << softmax_test::dtype_name(x.dtype) << " rows=" << rows
                                              << " cols=" << cols << " p=" << p << " seed=" << seed << ": row "
                                              << r << " col " << c << " got " << got << " want " << want;
