@@ -7,7 +7,6 @@
 // (into the caller's mask when there is one) and applies them with the scale folded into f_c.
 #include <cstring>
 
-#include "backends/common/philox.h"
 #include "backends/cpu/chunked_rows.h"
 #include "backends/cpu/cpu_drivers.h"
 
@@ -41,23 +40,26 @@ Outcome softmax_dropout(const RowsProblem& problem, const DropoutParams& d, cons
     return o;
   }
   if (d.p >= 1.0f) {
-    parallel_fill(v.y, 0, v.total() * v.esize, threads);
+    parallel_fill(v.y, 0, v.y_bytes(), threads);
     if (d.keep_mask != nullptr) parallel_fill(d.keep_mask, 0, v.total(), threads);
     return Outcome::ok();
   }
 
-  const VectorKernels& k = vector_kernels();
-  const double scale = double(dropout_scale(d.p));
+  const VectorKernels& k = vector_kernels_for(problem.dtype);
+  // 1 / (1 - p) in double (1 - p is exact), folded into each chunk's factor before the one
+  // rounding to the arithmetic type.
+  const double scale = 1.0 / (1.0 - double(d.p));
+  const bool fp64 = fp64_arithmetic(problem.dtype);
   const bool ok = run_two_phase(
-      v, threads, 0,
-      [&](int64_t r, int64_t c, const ChunkPartial& part, const RowNormaliser& norm, const float*) {
+      k, v, threads, 0,
+      [&](int64_t r, int64_t c, const ChunkPartial& part, const RowNormaliser& norm, const void*) {
         const int64_t n = v.chunk_len(c);
         const size_t first = v.flat(r, c);
         uint8_t* keep = d.keep_mask != nullptr
                             ? d.keep_mask + first
                             : static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(n)));
         k.keep_bytes(d.seed, d.offset, d.p, first, n, keep);
-        k.finish_dropout(v.x_at(r, c), v.y_at(r, c), v.dtype, n, chunk_finish(part, norm, scale), keep);
+        k.finish_dropout(v.x_at(r, c), v.y_at(r, c), v.dtype, n, chunk_finish(part, norm, scale, fp64), keep);
       });
   if (!ok) return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory");
   return Outcome::ok();

@@ -6,10 +6,12 @@
 // subnormal could come out one step off, or nonzero where the exact result rounds to +0. Instead
 // every exp returns e * 2^kExpScaleLog2, which is a normal number for every argument the kernels
 // see, and the single rounding into the subnormal range is the final product:
-//   y = (e * 2^64) * (factor * 2^-64)     when factor * 2^-64 is normal (factor >= 2^-62);
-//   y = ((e * 2^64) * 2^-64) * factor     otherwise. Then e * factor < 2^-62 * 1.5 for every
-//                                         element, so an e that the first product rounds into the
-//                                         subnormal range gives y below 2^-188: +0 either way.
+//   y = (e * 2^64) * (factor * 2^-64),  one rounding when factor * 2^-64 is normal (factor >= 2^-62;
+//                                        fp64: 2^128 and 2^-894).
+// The drivers keep every factor in that range: a short row's factor is 1/sum >= 1/cols, and a
+// chunk whose factor exp(m_c - M) / S would be smaller is finished with shift M instead of its own
+// max m_c (chunk_merge.h), so its factor is 1/S again. A smaller factor that reaches a kernel
+// anyway is applied in two steps, ((e * 2^64) * 2^-64) * factor, at most one subnormal step off.
 // Sums of the scaled values are the scaled sums exactly (powers of two), unscaled at the end.
 //
 // Arguments below the clamp are replaced by the clamp: the largest factor is the dropout scale

@@ -202,6 +202,9 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
   VF sum = hn::Zero(d);
   for (size_t k = 0; k < kVecs; ++k) {
     e[k] = ExpScaled(d, hn::Sub(v[k], m));
+    // The padding lanes hold ExpScaled(-inf), a tiny normal number; zeroed so that scaling them
+    // below cannot produce a subnormal (slow on some CPUs). The sum does not change.
+    if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
     sum = hn::Add(sum, e[k]);
   }
   const float s = hn::GetLane(hn::SumOfLanes(d, sum));
@@ -244,17 +247,18 @@ constexpr bool kHaveFaultFreeMaskedLoad =
 
 // kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
 template <size_t kVecs>
-HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                               bool log_softmax, bool stream) {
-  const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
-  if (dtype == SOFTMAX_DTYPE_F32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
+  const bool f32_to_f32 = dtype.x == SOFTMAX_DTYPE_F32 && dtype.y == SOFTMAX_DTYPE_F32;
+  if (f32_to_f32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
     // Output that stays in cache: finish each row straight into y. In place is fine: every
     // routine reads an element (or the whole row) before it writes the same position.
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
-      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
       } else {
@@ -264,14 +268,14 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
     return;
   }
   const size_t N = hn::Lanes(DF());
-  if (dtype == SOFTMAX_DTYPE_F32 && stream && size_t(cols) % N == 0 &&
+  if (f32_to_f32 && stream && size_t(cols) % N == 0 &&
       reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0) {
     // Every row of y starts on a vector boundary: finish rows straight into y with
     // non-temporal stores (the same arithmetic as the other branches).
     float* scratch = kVecs > 0 ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(cols));
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
-      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs, true>(xr, yr, size_t(cols), log_softmax);
       } else {
@@ -282,24 +286,25 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
   }
   // Otherwise finish a tile of rows in L1 and write it out in one sweep: with non-temporal
   // stores for big outputs (y's lines are not read before being overwritten), and converted
-  // for 16-bit storage.
+  // to y's storage type. All rows of a tile are read before any of them is written, so in place
+  // with equal element sizes is fine.
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, rows - r0);
     for (int64_t r = 0; r < nr; ++r) {
-      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * esize, dtype, size_t(cols));
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, tile + r * cols, size_t(cols), log_softmax);
       } else {
         RowInL1(xr, tile + r * cols, size_t(cols), log_softmax);
       }
     }
-    WriteTile(tile, yb + size_t(r0 * cols) * esize, dtype, size_t(nr * cols), stream);
+    WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
   }
 }
 
-void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+void ShortRows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                bool log_softmax, bool stream) {
   const int64_t N = int64_t(hn::Lanes(DF()));
   if (kHaveFaultFreeMaskedLoad && cols <= 8 * N) {
@@ -315,20 +320,21 @@ void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_
   ShortRowsWith<0>(x, y, dtype, rows, cols, log_softmax, stream);
 }
 
-ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+ChunkPartial ChunkPartialOf(const void* x, Dtypes dtype, int64_t n, void* exp_store) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
+  float* exp_out = static_cast<float*>(exp_store);
   // Chunks are visited in memory order: prefetch the next one (f32: xc is x itself).
-  const float max = RowMax(xc, size_t(n), dtype == SOFTMAX_DTYPE_F32 ? size_t(n) : 0);
+  const float max = RowMax(xc, size_t(n), dtype.x == SOFTMAX_DTYPE_F32 ? size_t(n) : 0);
   if (max == -std::numeric_limits<float>::infinity()) {
     // All -inf (or -inf and NaN): contributes nothing to a finite row, but a NaN must still
     // poison the row, and exp(x - max) would be NaN for the -inf elements, so look directly.
     if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
-    return ChunkPartial{max, 0.0f, AnyNaN(xc, size_t(n))};
+    return ChunkPartial{max, 0.0, AnyNaN(xc, size_t(n))};
   }
   const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), max, exp_out)
                                      : ExpSum<false>(xc, size_t(n), max, nullptr);
   // A NaN sum means a NaN or a +inf in the chunk: either way the row is NaN.
-  return ChunkPartial{max, s * kExpUnscaleF32, std::isnan(s)};
+  return ChunkPartial{max, double(s * kExpUnscaleF32), std::isnan(s)};
 }
 
 // A streamed f32 chunk that starts on a vector boundary and is whole vectors long can be
@@ -339,20 +345,19 @@ HWY_INLINE bool StreamDirect(const void* y, softmax_dtype dtype, int64_t n, bool
          reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0;
 }
 
-void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                     bool stream) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+void FinishRecompute(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool stream) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift);
-  const ScaledFactor vf = MakeScaledFactor(d, f.factor);
-  if (StreamDirect(y, dtype, n, stream)) {
+  const VF vs = hn::Set(d, static_cast<float>(f.shift));
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
     float* yf = static_cast<float*>(y);
     for (size_t i = 0; i < size_t(n); i += N)
       hn::Stream(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N)
     hn::StoreU(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, out + i);
@@ -360,29 +365,31 @@ void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, Chu
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
     StoreTail(d, ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), out + i, size_t(n) - i);
   }
-  FinishChunkOut(out, y, dtype, n, stream);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+void FinishStored(const void* stored, void* y, Dtypes dtype, int64_t n, double factor, bool stream) {
+  const float* e = static_cast<const float*>(stored);
   const DF d;
   const size_t N = hn::Lanes(d);
-  const ScaledFactor vf = MakeScaledFactor(d, factor);
-  if (StreamDirect(y, dtype, n, stream)) {
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
     float* yf = static_cast<float*>(y);
     for (size_t i = 0; i < size_t(n); i += N) hn::Stream(ApplyFactor(vf, hn::LoadU(d, e + i)), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) hn::StoreU(ApplyFactor(vf, hn::LoadU(d, e + i)), d, out + i);
   if (i < size_t(n)) StoreTail(d, ApplyFactor(vf, LoadTail(d, e + i, size_t(n) - i, 0.0f)), out + i, size_t(n) - i);
-  FinishChunkOut(out, y, dtype, n, stream);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
+void FinishLog(const void* x, void* y, Dtypes dtype, int64_t n, double max_d, double log_sum_d,
                bool stream) {
-  const float* xc = AsF32(x, dtype, size_t(n));
-  if (StreamDirect(y, dtype, n, stream)) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
+  const float max = static_cast<float>(max_d), log_sum = static_cast<float>(log_sum_d);
+  if (StreamDirect(y, dtype.y, n, stream)) {
     const DF d;
     const size_t N = hn::Lanes(d);
     const VF vm = hn::Set(d, max), vl = hn::Set(d, log_sum);
@@ -390,21 +397,20 @@ void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max
     for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, xc + i), vm), vl), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   LogOut(xc, out, size_t(n), max, log_sum);
-  FinishChunkOut(out, y, dtype, n, stream);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                   const uint8_t* keep) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
   const DF d;
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift);
-  const ScaledFactor vf = MakeScaledFactor(d, f.factor);
+  const VF vs = hn::Set(d, static_cast<float>(f.shift));
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) {
     const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
@@ -417,7 +423,7 @@ void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, Chunk
     hn::Store(ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), d, tail);
     for (size_t j = 0; i + j < size_t(n); ++j) out[i + j] = keep[i + j] ? tail[j] : 0.0f;
   }
-  WriteTile(out, y, dtype, size_t(n), false);
+  WriteTile(out, y, dtype.y, size_t(n), false);
 }
 
 void StreamFence() { hwy::FlushStream(); }
@@ -444,25 +450,23 @@ HWY_EXPORT(ChosenTargetName);
 
 namespace {
 
-void short_rows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
-                bool log_softmax, bool stream) {
+void short_rows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
+                bool stream) {
   HWY_DYNAMIC_DISPATCH(ShortRows)(x, y, dtype, rows, cols, log_softmax, stream);
 }
-ChunkPartial chunk_partial(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
+ChunkPartial chunk_partial(const void* x, Dtypes dtype, int64_t n, void* exp_out) {
   return HWY_DYNAMIC_DISPATCH(ChunkPartialOf)(x, dtype, n, exp_out);
 }
-void finish_recompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f, bool stream) {
+void finish_recompute(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishRecompute)(x, y, dtype, n, f, stream);
 }
-void finish_stored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+void finish_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishStored)(e, y, dtype, n, factor, stream);
 }
-void finish_log(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
-                bool stream) {
+void finish_log(const void* x, void* y, Dtypes dtype, int64_t n, double max, double log_sum, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishLog)(x, y, dtype, n, max, log_sum, stream);
 }
-void finish_dropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                    const uint8_t* keep) {
+void finish_dropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
   HWY_DYNAMIC_DISPATCH(FinishDropout)(x, y, dtype, n, f, keep);
 }
 void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
@@ -471,6 +475,7 @@ void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
 
 const VectorKernels& highway_vector_kernels() {
   static const VectorKernels kernels{HWY_DYNAMIC_DISPATCH(ChosenTargetName)(),
+                                     sizeof(float),
                                      short_rows,
                                      chunk_partial,
                                      finish_recompute,

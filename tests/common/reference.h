@@ -106,9 +106,12 @@ inline Buffer random_input(softmax_dtype dtype, size_t n, uint64_t seed, float s
   return b;
 }
 
-// The textbook formula in float64 for one row of the stored input.
+// The textbook formula for one row of the stored input, evaluated in long double (on x86 a 64-bit
+// significand and a 15-bit exponent) and rounded once to double: accurate enough to judge fp64
+// arithmetic, and free of intermediate underflow at the bottom of double's range. `scale`
+// multiplies each softmax value before that rounding (dropout's 1 / (1 - p)).
 inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_softmax,
-                          std::vector<double>* out) {
+                          std::vector<double>* out, double scale = 1.0) {
   out->assign(cols, 0.0);
   double m = -std::numeric_limits<double>::infinity();
   bool has_nan = false;
@@ -124,18 +127,20 @@ inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_sof
     out->assign(cols, nan);
     return;
   }
-  double s = 0.0;
-  for (size_t c = 0; c < cols; ++c) s += std::exp(double(x.get(row * cols + c)) - m);
+  long double s = 0.0L;
+  for (size_t c = 0; c < cols; ++c) s += std::exp(static_cast<long double>(x.get(row * cols + c)) - m);
+  const long double log_s = std::log(s);
   for (size_t c = 0; c < cols; ++c) {
-    const double d = double(x.get(row * cols + c)) - m;
-    (*out)[c] = log_softmax ? d - std::log(s) : std::exp(d) / s;
+    const long double d = static_cast<long double>(x.get(row * cols + c)) - m;
+    (*out)[c] = static_cast<double>(log_softmax ? d - log_s : std::exp(d) / s * scale);
   }
 }
 
 // Absolute tolerance for an output element stored as `t` whose exact value is `ref`: the
 // arithmetic's error (fp64 when `fp64_arith`, else fp32) plus the rounding of the stored result.
-// The floor is the output type's smallest subnormal step: a value the float64 reference puts
-// below it must come out as (nearly) zero, never as some small normal number.
+// The floor is the output type's smallest subnormal step (twice the largest rounding error of a
+// result that small): a value the float64 reference puts below it must come out as (nearly)
+// zero, never as some small normal number.
 inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols,
                         bool fp64_arith = false) {
   const double storage = t == SOFTMAX_DTYPE_F64   ? 0x1p-53
@@ -148,7 +153,7 @@ inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t co
                        : t == SOFTMAX_DTYPE_F32 ? 0x1p-149
                        : t == SOFTMAX_DTYPE_F16 ? 0x1p-24
                                                 : 0x1p-133;
-  return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : floor);
+  return std::fabs(ref) * (storage + arith) + floor + (log_softmax ? arith * (1.0 + std::fabs(ref)) : 0.0);
 }
 
 // v as the nearest value of type t (once rounded), e.g. +-inf past the type's range.

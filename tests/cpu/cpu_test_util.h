@@ -88,11 +88,11 @@ inline ::testing::AssertionResult dropout_matches_reference(const Buffer& x, con
   const double scale = 1.0 / (1.0 - double(p));
   std::vector<double> ref;
   for (int64_t r = 0; r < rows; ++r) {
-    softmax_test::reference_row(x, size_t(r), size_t(cols), false, &ref);
+    softmax_test::reference_row(x, size_t(r), size_t(cols), false, &ref, scale);
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = size_t(r * cols + c);
-      const double want = mask[i] ? ref[size_t(c)] * scale : 0.0, got = y.get(i);
-      if (!softmax_test::value_matches(y.dtype, got, want, false, size_t(cols), false, ref[size_t(c)])) {
+      const double want = mask[i] ? ref[size_t(c)] : 0.0, got = y.get(i);
+      if (!softmax_test::value_matches(y.dtype, got, want, false, size_t(cols), false, ref[size_t(c)] / scale)) {
         return ::testing::AssertionFailure() << softmax_test::dtype_name(x.dtype) << " rows=" << rows
                                              << " cols=" << cols << " p=" << p << " seed=" << seed << ": row "
                                              << r << " col " << c << " got " << got << " want " << want;

@@ -45,7 +45,9 @@ TEST_P(Backends, DropoutKeepRuleAtEveryPhaseAndCounterCarry) {
   size_t step = 0;
   for (const uint64_t offset : offsets) {
     for (const uint64_t seed : seeds) {
+      // Groups of 4 straddling rows (1, 3, 33) and chunks (8193, once per offset).
       for (const int64_t cols : {int64_t{1}, int64_t{3}, int64_t{33}, int64_t{8193}}) {
+        if (cols == 8193 && seed != seeds[0]) continue;
         const Pair pair = kPairs[step++ % (sizeof kPairs / sizeof kPairs[0])];
         const std::vector<RowKind> all = all_kinds(pair.x);
         const std::vector<const RowKind*> kinds = kinds_for(all, cols, step);
@@ -70,6 +72,7 @@ TEST_P(Backends, DropoutEdgeProbabilities) {
   for (const Pair pair : kPairs) {
     for (const float p : probabilities) {
       for (const int64_t cols : {int64_t{7}, int64_t{4097}, int64_t{32001}}) {
+        if (cols == 32001 && pair.x != pair.y) continue;  // long rows: same-type pairs only
         const std::vector<RowKind> all = all_kinds(pair.x);
         const std::vector<const RowKind*> kinds = kinds_for(all, cols, size_t(cols));
         const uint64_t input_seed = softmax_test::fresh_seed();
