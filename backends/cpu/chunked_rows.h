@@ -1,7 +1,8 @@
-// How the CPU drivers share a call out over OpenMP threads, for rows longer than one chunk (and
-// for dropout at any length). Two schedules, chosen only for speed — both run the same chunk
-// kernels and merge partials in the same order, so the bits of a row do not depend on the
-// schedule, the thread count, or how many rows are in the call (vector_kernels.h):
+// How the CPU drivers share a call out over OpenMP threads. Rows that fit in one chunk go out in
+// blocks of whole rows (run_row_blocks). Longer rows take one of two schedules, chosen only for
+// speed — both run the same chunk kernels and merge partials in the same order, so the bits of a
+// row do not depend on the schedule, the thread count, or how many rows are in the call
+// (vector_kernels.h):
 //   - rows over threads: each thread takes whole rows (contiguous blocks of them) and runs phase
 //     1, the merge and phase 2 for a row while its chunks are still in cache;
 //   - chunks over threads, for few rows (fewer than 4 per thread, e.g. one 64M-element row): all
@@ -74,6 +75,37 @@ inline bool stream_output(const RowsView& v) {
   const int forced = stream_stores_override();
   if (forced >= 0) return forced == 1;
   return v.y_bytes() >= (size_t{32} << 20);
+}
+
+// Keep a long row's exp values for phase 2 (exp computed once) up to 1M elements = 4 MiB per
+// thread (fp64: 8 MiB); past that they would not stay in cache either and recomputing exp is
+// cheaper than a second trip to memory for them. Same bits either way (vector_kernels.h).
+constexpr int64_t kStoreExpUpToCols = int64_t{1} << 20;
+
+// Runs `block(first_row, row_count)` over blocks of whole rows, a few blocks per thread so a
+// static split stays balanced, each at least a tile's worth of work so the per-block overhead
+// stays small. Returns false if a thread could not get its scratch memory.
+template <class Block>
+bool run_row_blocks(const VectorKernels& k, const RowsView& v, int threads, Block&& block) {
+  const int64_t min_block = std::max<int64_t>(1, kChunkElems / v.cols);
+  const int64_t rows_per_block = std::max(min_block, (v.rows + 8 * threads - 1) / (8 * threads));
+  const int64_t blocks = (v.rows + rows_per_block - 1) / rows_per_block;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      const int64_t r0 = b * rows_per_block;
+      try {
+        block(r0, std::min(rows_per_block, v.rows - r0));
+      } catch (...) {
+        failed.store(true);
+      }
+    }
+    k.stream_fence();
+  }
+  return !failed.load();
 }
 
 // Runs both phases over every chunk of every row with the kernels k. `finish(row, chunk, partial,

@@ -407,6 +407,60 @@ SOFTMAX_CPU_INLINE void finish_dropout(const void* x, void* y, Dtypes dtype, int
   finish_out<T>(out, y, dtype.y, size_t(n));
 }
 
+// dst = keep ? e * f : 0 for n scaled e values (dst may be e).
+template <class T>
+SOFTMAX_CPU_INLINE void apply_keep(const T* e, const uint8_t* keep, size_t n, const ScaledFactor<T>& f, T* dst) {
+  if (f.two_steps) {
+    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first * f.second : T(0);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first : T(0);
+  }
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_dropout_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor,
+                                              const uint8_t* keep) {
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  apply_keep(static_cast<const T*>(e), keep, size_t(n), ScaledFactor<T>(static_cast<T>(factor)), out);
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+// Keep bytes of flat elements first .. first+n-1 under a word threshold (dropout_keep_bytes.h).
+using KeepBytesFn = void (*)(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first, int64_t n,
+                             uint8_t* keep);
+
+// Dropout of whole rows (cols <= kChunkElems): per tile of rows, the keep bytes in one go, then per
+// row max, exp + store + sum, and y = keep ? e * scale / sum : 0 (factor formed as chunk_finish
+// forms it for one chunk).
+template <class T>
+SOFTMAX_CPU_INLINE void short_rows_dropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
+                                           uint64_t first, const DropoutRule& rule, uint8_t* mask,
+                                           KeepBytesFn keep_bytes) {
+  const size_t xs = storage_size(dtype.x), ys = storage_size(dtype.y);
+  const unsigned char* xb = static_cast<const unsigned char*>(x);
+  unsigned char* yb = static_cast<unsigned char*>(y);
+  const bool direct = usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y);
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(tile_rows * cols)));
+  T* tile = direct ? nullptr
+                   : static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(tile_rows * cols) * sizeof(T)));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    keep_bytes(rule.seed, rule.offset, rule.threshold, first + uint64_t(r0 * cols), nr * cols, keep);
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep, size_t(nr * cols));
+    for (int64_t r = 0; r < nr; ++r) {
+      const T* xr = direct ? static_cast<const T*>(x) + (r0 + r) * cols
+                           : as_arith<T>(xb + size_t((r0 + r) * cols) * xs, dtype.x, size_t(cols));
+      T* out = direct ? static_cast<T*>(y) + (r0 + r) * cols : tile + r * cols;
+      const T max = row_max(xr, size_t(cols));
+      const T s = exp_sum<T, true>(xr, size_t(cols), max, out);
+      const double sum = double(s * Arith<T>::kUnscale);
+      apply_keep(out, keep + r * cols, size_t(cols), ScaledFactor<T>(static_cast<T>(1.0 / sum * rule.scale)), out);
+    }
+    if (!direct) convert_out<T>(tile, yb + size_t(r0 * cols) * ys, dtype.y, size_t(nr * cols));
+  }
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace softmax_internal

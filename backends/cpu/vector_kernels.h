@@ -53,6 +53,16 @@ struct ChunkFinish {
   double factor;  // f_c (softmax) or the dropout-scaled f_c * 1/(1-p); NaN for a NaN row
 };
 
+// One softmax_dropout call's keep rule and scale (backends/common/philox.h): element i is kept
+// when its Philox word is above `threshold` (dropout_word_threshold(p), derived once per call),
+// and a kept element is multiplied by scale = 1 / (1 - p).
+struct DropoutRule {
+  uint64_t seed;
+  uint64_t offset;
+  int64_t threshold;
+  double scale;
+};
+
 struct VectorKernels {
   const char* name;
   size_t exp_bytes;  // bytes per e_i that chunk_partial stores (sizeof the arithmetic type)
@@ -76,13 +86,24 @@ struct VectorKernels {
   void (*finish_log)(const void* x, void* y, Dtypes dtype, int64_t n, double max,
                      double log_sum, bool stream);
 
-  // Dropout phase 2: y = keep[i] ? exp(x - shift) * factor : 0 (keep holds 0/1 bytes).
+  // Dropout phase 2: y = keep[i] ? exp(x - shift) * factor : 0 (keep holds 0/1 bytes), with e
+  // recomputed from x or taken from chunk_partial's stored values.
   void (*finish_dropout)(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f,
                          const uint8_t* keep);
+  void (*finish_dropout_stored)(const void* e, void* y, Dtypes dtype, int64_t n, double factor,
+                                const uint8_t* keep, bool stream);
+
+  // softmax_dropout of whole rows with cols <= kChunkElems whose first element has flat index
+  // `first`: y = keep ? softmax(x) * rule.scale : 0, exp computed once per element, the keep
+  // bytes drawn a tile of rows at a time and copied to `mask` when it is not null.
+  void (*short_rows_dropout)(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
+                             uint64_t first, const DropoutRule& rule, uint8_t* mask, bool stream);
 
   // Dropout keep decisions of flat elements first .. first+n-1 as 0/1 bytes, exactly
-  // dropout_keep() of backends/common/philox.h (see dropout_keep_bytes.h).
+  // dropout_keep() of backends/common/philox.h (see dropout_keep_bytes.h); the first form derives
+  // the word threshold from p on each call, the second takes the call's rule.
   void (*keep_bytes)(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep);
+  void (*keep_bytes_for)(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t* keep);
 
   // Publishes non-temporal stores of the calling thread (a fence); call before a barrier.
   void (*stream_fence)();

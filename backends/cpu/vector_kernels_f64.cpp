@@ -10,6 +10,13 @@ namespace softmax_internal {
 namespace cpu {
 namespace {
 
+// The fastest keep-byte code of the build (the bytes are the same from every implementation).
+#if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
+constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_highway;
+#else
+constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_scalar;
+#endif
+
 SOFTMAX_CPU_CLONES
 void short_rows_f64(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
                     bool /*stream*/) {
@@ -42,6 +49,26 @@ void finish_dropout_f64(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFi
   finish_dropout<double>(x, y, dtype, n, f, keep);
 }
 
+SOFTMAX_CPU_CLONES
+void finish_dropout_stored_f64(const void* e, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                           bool /*stream*/) {
+  finish_dropout_stored<double>(e, y, dtype, n, factor, keep);
+}
+
+SOFTMAX_CPU_CLONES
+void short_rows_dropout_f64(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                          const DropoutRule& rule, uint8_t* mask, bool /*stream*/) {
+  short_rows_dropout<double>(x, y, dtype, rows, cols, first, rule, mask, kKeepBytes);
+}
+
+void keep_bytes_p(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep) {
+  kKeepBytes(seed, offset, dropout_word_threshold(p), first, n, keep);
+}
+
+void keep_bytes_rule(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t* keep) {
+  kKeepBytes(rule.seed, rule.offset, rule.threshold, first, n, keep);
+}
+
 void no_fence() {}
 
 }  // namespace
@@ -55,11 +82,10 @@ const VectorKernels& f64_vector_kernels() {
                                      finish_stored_f64,
                                      finish_log_f64,
                                      finish_dropout_f64,
-#if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
-                                     dropout_keep_bytes_highway,
-#else
-                                     dropout_keep_bytes,
-#endif
+                                     finish_dropout_stored_f64,
+                                     short_rows_dropout_f64,
+                                     keep_bytes_p,
+                                     keep_bytes_rule,
                                      no_fence};
   return kernels;
 }

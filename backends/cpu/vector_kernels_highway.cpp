@@ -21,6 +21,7 @@
 // Per-target helpers (re-included for every target by foreach_target.h).
 #include "backends/cpu/highway_exp-inl.h"
 #include "backends/cpu/highway_memory-inl.h"
+#include "backends/cpu/highway_philox-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -426,6 +427,170 @@ void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish 
   WriteTile(out, y, dtype.y, size_t(n), false);
 }
 
+// ---- dropout ----------------------------------------------------------------------------------
+
+// dst = keep ? e * f : 0 for n scaled e values (keep: 0/1 bytes), with ordinary stores or, when
+// `stream` (dst vector-aligned, n whole vectors), non-temporal ones. dst may be e.
+HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const ScaledFactor& vf, float* dst,
+                          bool stream) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
+    const VF v = hn::IfThenElseZero(kept, ApplyFactor(vf, hn::LoadU(d, e + i)));
+    if (stream) {
+      hn::Stream(v, d, dst + i);
+    } else {
+      hn::StoreU(v, d, dst + i);
+    }
+  }
+  if (i < n) {
+    HWY_ALIGN uint8_t k[hn::MaxLanes(DF())] = {};
+    std::memcpy(k, keep + i, n - i);
+    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, k)), hn::Zero(du)));
+    StoreTail(d, hn::IfThenElseZero(kept, ApplyFactor(vf, LoadTail(d, e + i, n - i, 0.0f))), dst + i, n - i);
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// The max of a row of dropout, interleaved with Philox steps of the tile's keep stream until it
+// has produced `groups_needed` groups (all of this row's): the max pass is the row's first touch
+// of memory, and the Philox arithmetic runs while its loads wait. Steps are spread over the row,
+// one per `stride` vectors of x.
+template <unsigned kPhase>
+HWY_NOINLINE float RowMaxWithKeep(const float* x, size_t n, PhiloxKeepStream<kPhase>& keep_stream, uint8_t* keep_tile,
+                                size_t* groups_done, size_t groups_needed) {
+  const DF d;
+  const size_t N = hn::Lanes(d), per_step = keep_stream.GroupsPerStep();
+  const size_t steps = (groups_needed - std::min(*groups_done, groups_needed) + per_step - 1) / per_step;
+  const size_t vectors = n / N, stride = std::max<size_t>(1, steps == 0 ? vectors + 1 : vectors / steps);
+  VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0;
+  size_t i = 0;
+  while (i + N <= n) {
+    if (*groups_done < groups_needed) {
+      keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
+      *groups_done += per_step;
+    }
+    const size_t end = std::min(n - n % N, i + stride * N);
+    for (; i + 2 * N <= end; i += 2 * N) {
+      m0 = hn::Max(m0, hn::LoadU(d, x + i));
+      m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
+    }
+    if (i + N <= end) {
+      m0 = hn::Max(m0, hn::LoadU(d, x + i));
+      i += N;
+    }
+  }
+  for (; *groups_done < groups_needed; *groups_done += per_step) keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
+  if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity()));
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+}
+
+// Dropout of a tile of rows, kPhase = offset % 4. Per row: the max (with the keep bytes of its
+// groups), exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
+// chunk_finish forms it for a single chunk, (1 / S) * scale in double.
+template <unsigned kPhase>
+HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb, Dtypes dtype, int64_t rows,
+                                      int64_t cols, uint64_t first, const DropoutRule& rule, uint8_t* mask,
+                                      bool stream) {
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const size_t N = hn::Lanes(DF());
+  // Where a row's results go: straight into an f32 y (ordinary stores: e is kept in y itself;
+  // non-temporal stores: e waits in a scratch row), or into a tile converted to y afterwards.
+  const bool y_f32 = dtype.y == SOFTMAX_DTYPE_F32 && reinterpret_cast<uintptr_t>(yb) % sizeof(float) == 0;
+  const bool direct = y_f32 && !stream;
+  const bool direct_stream = y_f32 && stream && size_t(cols) % N == 0 &&
+                             reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  // Keep bytes of a tile from its first whole group on, with room for the stream's last step.
+  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::GroupsPerStep();
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
+  float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    const uint64_t tile_first = first + uint64_t(r0 * cols);
+    const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
+    PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
+    size_t groups_done = 0;
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
+      const uint8_t* kr = keep + lead + size_t(r * cols);
+      const size_t groups_needed = (lead + size_t((r + 1) * cols) + 3) / 4;
+      const float max = RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed);
+      float* e;
+      float* dst;
+      if (direct || direct_stream) {
+        dst = reinterpret_cast<float*>(yb + size_t((r0 + r) * cols) * ysize);
+        e = direct ? dst : row_e;
+      } else {
+        dst = e = tile + r * cols;
+      }
+      const float s = ExpSum<true>(xr, size_t(cols), max, e);
+      const double sum = double(s * kExpUnscaleF32);
+      ApplyKeep(e, kr, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), dst,
+                direct_stream);
+    }
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep + lead, size_t(nr * cols));
+    if (tile != nullptr) WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
+  }
+}
+#endif
+
+void ShortRowsDropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                      const DropoutRule& rule, uint8_t* mask, bool stream) {
+  const auto* xb = static_cast<const unsigned char*>(x);
+  auto* yb = static_cast<unsigned char*>(y);
+#if HWY_TARGET == HWY_SCALAR
+  // No vector Philox here: the keep bytes of each tile first, then the rows.
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(tile_rows * cols)));
+  float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    dropout_keep_bytes_scalar(rule.seed, rule.offset, rule.threshold, first + uint64_t(r0 * cols), nr * cols, keep);
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep, size_t(nr * cols));
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
+      float* e = tile + r * cols;
+      const float s = ExpSum<true>(xr, size_t(cols), RowMax(xr, size_t(cols)), e);
+      const double sum = double(s * kExpUnscaleF32);
+      ApplyKeep(e, keep + r * cols, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), e,
+                false);
+    }
+    WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
+  }
+#else
+  switch (rule.offset & 3u) {
+    case 0:
+      return ShortRowsDropoutPhase<0>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    case 1:
+      return ShortRowsDropoutPhase<1>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    case 2:
+      return ShortRowsDropoutPhase<2>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    default:
+      return ShortRowsDropoutPhase<3>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+  }
+#endif
+}
+
+void FinishDropoutStored(const void* stored, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                         bool stream) {
+  const float* e = static_cast<const float*>(stored);
+  const ScaledFactor vf = MakeScaledFactor(DF(), static_cast<float>(factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
+    ApplyKeep(e, keep, size_t(n), vf, static_cast<float*>(y), true);
+    return;
+  }
+  float* out = ChunkOut(y, dtype.y, n, stream);
+  ApplyKeep(e, keep, size_t(n), vf, out, false);
+  FinishChunkOut(out, y, dtype.y, n, stream);
+}
+
 void StreamFence() { hwy::FlushStream(); }
 
 const char* ChosenTargetName() { return hwy::TargetName(HWY_TARGET); }
@@ -445,6 +610,8 @@ HWY_EXPORT(FinishRecompute);
 HWY_EXPORT(FinishStored);
 HWY_EXPORT(FinishLog);
 HWY_EXPORT(FinishDropout);
+HWY_EXPORT(FinishDropoutStored);
+HWY_EXPORT(ShortRowsDropout);
 HWY_EXPORT(StreamFence);
 HWY_EXPORT(ChosenTargetName);
 
@@ -469,6 +636,20 @@ void finish_log(const void* x, void* y, Dtypes dtype, int64_t n, double max, dou
 void finish_dropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
   HWY_DYNAMIC_DISPATCH(FinishDropout)(x, y, dtype, n, f, keep);
 }
+void finish_dropout_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                           bool stream) {
+  HWY_DYNAMIC_DISPATCH(FinishDropoutStored)(e, y, dtype, n, factor, keep, stream);
+}
+void short_rows_dropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                        const DropoutRule& rule, uint8_t* mask, bool stream) {
+  HWY_DYNAMIC_DISPATCH(ShortRowsDropout)(x, y, dtype, rows, cols, first, rule, mask, stream);
+}
+void keep_bytes(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep) {
+  dropout_keep_bytes_highway(seed, offset, dropout_word_threshold(p), first, n, keep);
+}
+void keep_bytes_for(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t* keep) {
+  dropout_keep_bytes_highway(rule.seed, rule.offset, rule.threshold, first, n, keep);
+}
 void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
 
 }  // namespace
@@ -482,7 +663,10 @@ const VectorKernels& highway_vector_kernels() {
                                      finish_stored,
                                      finish_log,
                                      finish_dropout,
-                                     dropout_keep_bytes_highway,
+                                     finish_dropout_stored,
+                                     short_rows_dropout,
+                                     keep_bytes,
+                                     keep_bytes_for,
                                      stream_fence};
   return kernels;
 }

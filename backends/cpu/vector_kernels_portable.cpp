@@ -15,6 +15,8 @@ namespace softmax_internal {
 namespace cpu {
 namespace {
 
+constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_scalar;
+
 SOFTMAX_CPU_CLONES
 void short_rows_f32(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
                     bool /*stream*/) {
@@ -47,6 +49,26 @@ void finish_dropout_f32(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFi
   finish_dropout<float>(x, y, dtype, n, f, keep);
 }
 
+SOFTMAX_CPU_CLONES
+void finish_dropout_stored_f32(const void* e, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                           bool /*stream*/) {
+  finish_dropout_stored<float>(e, y, dtype, n, factor, keep);
+}
+
+SOFTMAX_CPU_CLONES
+void short_rows_dropout_f32(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                          const DropoutRule& rule, uint8_t* mask, bool /*stream*/) {
+  short_rows_dropout<float>(x, y, dtype, rows, cols, first, rule, mask, kKeepBytes);
+}
+
+void keep_bytes_p(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep) {
+  kKeepBytes(seed, offset, dropout_word_threshold(p), first, n, keep);
+}
+
+void keep_bytes_rule(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t* keep) {
+  kKeepBytes(rule.seed, rule.offset, rule.threshold, first, n, keep);
+}
+
 // Ordinary stores only: nothing to fence.
 void no_fence() {}
 
@@ -61,7 +83,10 @@ const VectorKernels& portable_vector_kernels() {
                                      finish_stored_f32,
                                      finish_log_f32,
                                      finish_dropout_f32,
-                                     dropout_keep_bytes,
+                                     finish_dropout_stored_f32,
+                                     short_rows_dropout_f32,
+                                     keep_bytes_p,
+                                     keep_bytes_rule,
                                      no_fence};
   return kernels;
 }
