@@ -5,11 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/exp_range.h"
+
 namespace softmax_internal {
 namespace cpu {
 
 RowNormaliser merge_chunk_partials(const ChunkPartial* parts, int64_t count) {
-  RowNormaliser r{false, -std::numeric_limits<float>::infinity(), 0.0};
+  RowNormaliser r{false, -std::numeric_limits<double>::infinity(), 0.0};
   for (int64_t c = 0; c < count; ++c) {
     r.nan_row |= parts[c].has_nan;
     if (parts[c].max > r.max) r.max = parts[c].max;
@@ -27,16 +29,19 @@ RowNormaliser merge_chunk_partials(const ChunkPartial* parts, int64_t count) {
   return r;
 }
 
-ChunkFinish chunk_finish(const ChunkPartial& part, const RowNormaliser& row, double extra_scale) {
-  if (row.nan_row) return ChunkFinish{0.0f, std::numeric_limits<float>::quiet_NaN()};
-  if (part.max == -std::numeric_limits<float>::infinity()) return ChunkFinish{0.0f, 0.0f};
-  const double f = std::exp(double(part.max) - double(row.max)) / row.sum * extra_scale;
-  return ChunkFinish{part.max, static_cast<float>(f)};
+ChunkFinish chunk_finish(const ChunkPartial& part, const RowNormaliser& row, double extra_scale, bool fp64) {
+  if (row.nan_row) return ChunkFinish{0.0, std::numeric_limits<double>::quiet_NaN()};
+  if (part.max == -std::numeric_limits<double>::infinity()) return ChunkFinish{0.0, 0.0};
+  const double factor = std::exp(part.max - row.max) / row.sum * extra_scale;
+  const bool fits = fp64 ? exp_factor_fits_once(factor) : exp_factor_fits_once(static_cast<float>(factor));
+  if (fits) return ChunkFinish{part.max, factor};
+  // extra_scale / S is at least 1 / S >= 1 / cols: it always fits.
+  return ChunkFinish{row.max, extra_scale / row.sum};
 }
 
-float row_log_sum(const RowNormaliser& row) {
-  if (row.nan_row) return std::numeric_limits<float>::quiet_NaN();
-  return static_cast<float>(std::log(row.sum));
+double row_log_sum(const RowNormaliser& row) {
+  if (row.nan_row) return std::numeric_limits<double>::quiet_NaN();
+  return std::log(row.sum);
 }
 
 }  // namespace cpu

@@ -1,7 +1,8 @@
-// How the CPU drivers share a call out over OpenMP threads, for rows longer than one chunk (and
-// for dropout at any length). Two schedules, chosen only for speed — both run the same chunk
-// kernels and merge partials in the same order, so the bits of a row do not depend on the
-// schedule, the thread count, or how many rows are in the call (vector_kernels.h):
+// How the CPU drivers share a call out over OpenMP threads. Rows that fit in one chunk go out in
+// blocks of whole rows (run_row_blocks). Longer rows take one of two schedules, chosen only for
+// speed — both run the same chunk kernels and merge partials in the same order, so the bits of a
+// row do not depend on the schedule, the thread count, or how many rows are in the call
+// (vector_kernels.h):
 //   - rows over threads: each thread takes whole rows (contiguous blocks of them) and runs phase
 //     1, the merge and phase 2 for a row while its chunks are still in cache;
 //   - chunks over threads, for few rows (fewer than 4 per thread, e.g. one 64M-element row): all
@@ -24,29 +25,35 @@
 namespace softmax_internal {
 namespace cpu {
 
+inline size_t dtype_bytes(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64 ? 8 : t == SOFTMAX_DTYPE_F32 ? 4 : 2;
+}
+
 // The matrices of a call as bytes, with chunk addressing.
 struct RowsView {
   const unsigned char* x;
   unsigned char* y;
   int64_t rows;
   int64_t cols;
-  softmax_dtype dtype;
-  size_t esize;
+  Dtypes dtype;
+  size_t x_esize, y_esize;
 
   explicit RowsView(const RowsProblem& p)
       : x(static_cast<const unsigned char*>(p.x)),
         y(static_cast<unsigned char*>(p.y)),
         rows(p.rows),
         cols(p.cols),
-        dtype(p.dtype.x),
-        esize(p.dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2) {}
+        dtype(p.dtype),
+        x_esize(dtype_bytes(p.dtype.x)),
+        y_esize(dtype_bytes(p.dtype.y)) {}
 
   int64_t chunks_per_row() const { return (cols + kChunkElems - 1) / kChunkElems; }
   int64_t chunk_len(int64_t chunk) const { return std::min(kChunkElems, cols - chunk * kChunkElems); }
   size_t flat(int64_t row, int64_t chunk) const { return size_t(row) * size_t(cols) + size_t(chunk * kChunkElems); }
-  const void* x_at(int64_t row, int64_t chunk) const { return x + flat(row, chunk) * esize; }
-  void* y_at(int64_t row, int64_t chunk) const { return y + flat(row, chunk) * esize; }
+  const void* x_at(int64_t row, int64_t chunk) const { return x + flat(row, chunk) * x_esize; }
+  void* y_at(int64_t row, int64_t chunk) const { return y + flat(row, chunk) * y_esize; }
   size_t total() const { return size_t(rows) * size_t(cols); }
+  size_t y_bytes() const { return total() * y_esize; }
 };
 
 // Threads for a call: the caller's choice (0 = OpenMP's default), capped at 4 per processor
@@ -67,17 +74,49 @@ int stream_stores_override();  // -1: size rule, 0: never, 1: always (read once,
 inline bool stream_output(const RowsView& v) {
   const int forced = stream_stores_override();
   if (forced >= 0) return forced == 1;
-  return v.total() * v.esize >= (size_t{32} << 20);
+  return v.y_bytes() >= (size_t{32} << 20);
 }
 
-// Runs both phases over every chunk of every row. `finish(row, chunk, partial, normaliser,
-// stored_exp)` does phase 2 of one chunk; stored_exp points at that chunk's e_i when
+// Keep a long row's exp values for phase 2 (exp computed once) up to 1M elements = 4 MiB per
+// thread (fp64: 8 MiB); past that they would not stay in cache either and recomputing exp is
+// cheaper than a second trip to memory for them. Same bits either way (vector_kernels.h).
+constexpr int64_t kStoreExpUpToCols = int64_t{1} << 20;
+
+// Runs `block(first_row, row_count)` over blocks of whole rows, a few blocks per thread so a
+// static split stays balanced, each at least a tile's worth of work so the per-block overhead
+// stays small. Returns false if a thread could not get its scratch memory.
+template <class Block>
+bool run_row_blocks(const VectorKernels& k, const RowsView& v, int threads, Block&& block) {
+  const int64_t min_block = std::max<int64_t>(1, kChunkElems / v.cols);
+  const int64_t rows_per_block = std::max(min_block, (v.rows + 8 * threads - 1) / (8 * threads));
+  const int64_t blocks = (v.rows + rows_per_block - 1) / rows_per_block;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      const int64_t r0 = b * rows_per_block;
+      try {
+        block(r0, std::min(rows_per_block, v.rows - r0));
+      } catch (...) {
+        failed.store(true);
+      }
+    }
+    k.stream_fence();
+  }
+  return !failed.load();
+}
+
+// Runs both phases over every chunk of every row with the kernels k. `finish(row, chunk, partial,
+// normaliser, stored_exp)` does phase 2 of one chunk; stored_exp points at that chunk's e_i when
 // `store_exp_up_to_cols` >= cols and the rows-over-threads schedule is used, else is null.
 // Returns false if a thread could not get its scratch memory.
 template <class Finish>
-bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols, Finish&& finish) {
-  const VectorKernels& k = vector_kernels();
+bool run_two_phase(const VectorKernels& k, const RowsView& v, int threads, int64_t store_exp_up_to_cols,
+                   Finish&& finish) {
   const int64_t chunks = v.chunks_per_row();
+  const size_t chunk_exp_bytes = size_t(kChunkElems) * k.exp_bytes;
   std::atomic<bool> failed{false};
 
   if (threads == 1 || v.rows >= 4 * int64_t(threads)) {
@@ -90,14 +129,15 @@ bool run_two_phase(const RowsView& v, int threads, int64_t store_exp_up_to_cols,
         try {
           auto* parts = static_cast<ChunkPartial*>(
               thread_scratch(ScratchSlot::Partials, size_t(chunks) * sizeof(ChunkPartial)));
-          float* e = store ? thread_scratch_floats(ScratchSlot::Exp, size_t(v.cols)) : nullptr;
+          auto* e = store ? static_cast<unsigned char*>(thread_scratch(ScratchSlot::Exp, size_t(v.cols) * k.exp_bytes))
+                          : nullptr;
           for (int64_t c = 0; c < chunks; ++c)
             parts[c] = k.chunk_partial(v.x_at(r, c), v.dtype, v.chunk_len(c),
-                                       e ? e + c * kChunkElems : nullptr);
+                                       e ? e + size_t(c) * chunk_exp_bytes : nullptr);
           const RowNormaliser norm = merge_chunk_partials(parts, chunks);
           // Backwards: the last chunks phase 1 touched are the ones still in cache.
           for (int64_t c = chunks - 1; c >= 0; --c)
-            finish(r, c, parts[c], norm, e ? e + c * kChunkElems : nullptr);
+            finish(r, c, parts[c], norm, e ? e + size_t(c) * chunk_exp_bytes : nullptr);
         } catch (...) {
           failed.store(true);
         }

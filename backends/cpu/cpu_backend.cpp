@@ -40,18 +40,11 @@ namespace {
 // The CPU can always run: OpenMP falls back to one thread if it cannot start more.
 bool cpu_available(std::string* /*why*/) { return true; }
 
-// TEMPORARY (replaced by the CPU implementations before this lands): operations and storage
-// types the CPU backend does not run yet.
+// TEMPORARY (replaced by the CPU implementations before this lands): operations the CPU backend
+// does not run yet.
 template <class... Args>
 Outcome not_yet(const Args&...) {
   return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "not implemented yet on the CPU backend");
-}
-bool same_16_32(Dtypes t) { return t.x == t.y && t.x != SOFTMAX_DTYPE_F64; }
-Outcome rows_entry(const RowsProblem& p, const ExecContext& c) {
-  return same_16_32(p.dtype) ? softmax_rows(p, c) : not_yet(p);
-}
-Outcome dropout_entry(const RowsProblem& p, const DropoutParams& d, const ExecContext& c) {
-  return same_16_32(p.dtype) ? softmax_dropout(p, d, c) : not_yet(p);
 }
 
 }  // namespace
@@ -60,8 +53,8 @@ Outcome dropout_entry(const RowsProblem& p, const DropoutParams& d, const ExecCo
 const Backend& cpu_backend() {
   static const Backend backend{"cpu",
                                cpu::cpu_available,
-                               cpu::rows_entry,
-                               cpu::dropout_entry,
+                               cpu::softmax_rows,
+                               cpu::softmax_dropout,
                                cpu::softmax_rows_backward,
                                cpu::softmax_dropout_backward,
                                cpu::softmax_row_stats,

@@ -21,6 +21,7 @@
 // Per-target helpers (re-included for every target by foreach_target.h).
 #include "backends/cpu/highway_exp-inl.h"
 #include "backends/cpu/highway_memory-inl.h"
+#include "backends/cpu/highway_philox-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -77,8 +78,9 @@ HWY_INLINE bool AnyNaN(const float* x, size_t n) {
   return false;
 }
 
-// Sum of e_i = exp(x_i - shift) with four independent accumulators (fixed tree: the result
-// depends only on n and the data), optionally storing the e_i.
+// Sum of the scaled e_i = exp(x_i - shift) * 2^64 (ExpScaled) with four independent
+// accumulators (fixed tree: the result depends only on n and the data), optionally storing them.
+// The sum stays scaled: 1 / sum is then the factor * 2^-64 that the scaled values need.
 template <bool kStore>
 HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
   const DF d;
@@ -87,10 +89,10 @@ HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
   VF a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
-    const VF e1 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + N), vs));
-    const VF e2 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 2 * N), vs));
-    const VF e3 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + 3 * N), vs));
+    const VF e0 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    const VF e1 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + N), vs));
+    const VF e2 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + 2 * N), vs));
+    const VF e3 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i + 3 * N), vs));
     if (kStore) {
       hn::StoreU(e0, d, e + i);
       hn::StoreU(e1, d, e + i + N);
@@ -103,14 +105,15 @@ HWY_INLINE float ExpSum(const float* x, size_t n, float shift, float* e) {
     a3 = hn::Add(a3, e3);
   }
   for (; i + N <= n; i += N) {
-    const VF e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    const VF e0 = ExpScaled(d, hn::Sub(hn::LoadU(d, x + i), vs));
     if (kStore) hn::StoreU(e0, d, e + i);
     a0 = hn::Add(a0, e0);
   }
   if (i < n) {
-    // -inf padding: exp(-inf - shift) is exactly 0, so the padding adds nothing.
+    // -inf padding: each padded lane adds ExpScaled(-inf) < 2^-118 to a sum that holds
+    // ExpScaled(0) = 2^64, which does not move it.
     const VF v = LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity());
-    const VF e0 = ExpNonPositive(d, hn::Sub(v, vs));
+    const VF e0 = ExpScaled(d, hn::Sub(v, vs));
     if (kStore) StoreTail(d, e0, e + i, n - i);
     a1 = hn::Add(a1, e0);
   }
@@ -151,6 +154,11 @@ HWY_INLINE void FinishChunkOut(float* out, void* y, softmax_dtype dtype, int64_t
 
 // ---- the table entries ---------------------------------------------------------------------
 
+// log(sum) for log-softmax from the scaled sum ExpSum returns (unscaling is exact).
+HWY_INLINE float LogOfScaledSum(float scaled_sum) {
+  return static_cast<float>(std::log(double(scaled_sum * kExpUnscaleF32)));
+}
+
 // Rows are read in order, so the data `ahead` elements on (the next row, or 4 KiB for short
 // rows) is what comes next.
 HWY_INLINE size_t RowPrefetchDistance(size_t n) { return std::max<size_t>(n, 1024); }
@@ -163,7 +171,7 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
   const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
-    LogOut(x, out, n, max, static_cast<float>(std::log(double(s))));
+    LogOut(x, out, n, max, LogOfScaledSum(s));
   } else {
     const float s = ExpSum<true>(x, n, max, out);
     ScaleInPlace(out, n, 1.0f / s);
@@ -194,12 +202,15 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
   VF e[kVecs];
   VF sum = hn::Zero(d);
   for (size_t k = 0; k < kVecs; ++k) {
-    e[k] = ExpNonPositive(d, hn::Sub(v[k], m));
+    e[k] = ExpScaled(d, hn::Sub(v[k], m));
+    // The padding lanes hold ExpScaled(-inf), a tiny normal number; zeroed so that scaling them
+    // below cannot produce a subnormal (slow on some CPUs). The sum does not change.
+    if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
     sum = hn::Add(sum, e[k]);
   }
   const float s = hn::GetLane(hn::SumOfLanes(d, sum));
   if (log_softmax) {
-    const VF ls = hn::Set(d, static_cast<float>(std::log(double(s))));
+    const VF ls = hn::Set(d, LogOfScaledSum(s));
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Sub(hn::Sub(v[k], m), ls);
   } else {
     const VF f = hn::Set(d, 1.0f / s);
@@ -222,7 +233,7 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
   const float max = RowMax(x, n, RowPrefetchDistance(n));
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
-    const VF vm = hn::Set(d, max), vl = hn::Set(d, static_cast<float>(std::log(double(s))));
+    const VF vm = hn::Set(d, max), vl = hn::Set(d, LogOfScaledSum(s));
     for (size_t i = 0; i < n; i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
   } else {
     const float s = ExpSum<true>(x, n, max, scratch);
@@ -237,17 +248,18 @@ constexpr bool kHaveFaultFreeMaskedLoad =
 
 // kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
 template <size_t kVecs>
-HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                               bool log_softmax, bool stream) {
-  const size_t esize = dtype == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
-  if (dtype == SOFTMAX_DTYPE_F32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
+  const bool f32_to_f32 = dtype.x == SOFTMAX_DTYPE_F32 && dtype.y == SOFTMAX_DTYPE_F32;
+  if (f32_to_f32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
     // Output that stays in cache: finish each row straight into y. In place is fine: every
     // routine reads an element (or the whole row) before it writes the same position.
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
-      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
       } else {
@@ -257,14 +269,14 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
     return;
   }
   const size_t N = hn::Lanes(DF());
-  if (dtype == SOFTMAX_DTYPE_F32 && stream && size_t(cols) % N == 0 &&
+  if (f32_to_f32 && stream && size_t(cols) % N == 0 &&
       reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0) {
     // Every row of y starts on a vector boundary: finish rows straight into y with
     // non-temporal stores (the same arithmetic as the other branches).
     float* scratch = kVecs > 0 ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(cols));
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * esize);
-      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * esize);
+      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs, true>(xr, yr, size_t(cols), log_softmax);
       } else {
@@ -275,24 +287,25 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, softmax_dtype dtype, int64
   }
   // Otherwise finish a tile of rows in L1 and write it out in one sweep: with non-temporal
   // stores for big outputs (y's lines are not read before being overwritten), and converted
-  // for 16-bit storage.
+  // to y's storage type. All rows of a tile are read before any of them is written, so in place
+  // with equal element sizes is fine.
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, rows - r0);
     for (int64_t r = 0; r < nr; ++r) {
-      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * esize, dtype, size_t(cols));
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, tile + r * cols, size_t(cols), log_softmax);
       } else {
         RowInL1(xr, tile + r * cols, size_t(cols), log_softmax);
       }
     }
-    WriteTile(tile, yb + size_t(r0 * cols) * esize, dtype, size_t(nr * cols), stream);
+    WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
   }
 }
 
-void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
+void ShortRows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                bool log_softmax, bool stream) {
   const int64_t N = int64_t(hn::Lanes(DF()));
   if (kHaveFaultFreeMaskedLoad && cols <= 8 * N) {
@@ -308,20 +321,21 @@ void ShortRows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_
   ShortRowsWith<0>(x, y, dtype, rows, cols, log_softmax, stream);
 }
 
-ChunkPartial ChunkPartialOf(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+ChunkPartial ChunkPartialOf(const void* x, Dtypes dtype, int64_t n, void* exp_store) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
+  float* exp_out = static_cast<float*>(exp_store);
   // Chunks are visited in memory order: prefetch the next one (f32: xc is x itself).
-  const float max = RowMax(xc, size_t(n), dtype == SOFTMAX_DTYPE_F32 ? size_t(n) : 0);
+  const float max = RowMax(xc, size_t(n), dtype.x == SOFTMAX_DTYPE_F32 ? size_t(n) : 0);
   if (max == -std::numeric_limits<float>::infinity()) {
     // All -inf (or -inf and NaN): contributes nothing to a finite row, but a NaN must still
     // poison the row, and exp(x - max) would be NaN for the -inf elements, so look directly.
     if (exp_out != nullptr) std::fill(exp_out, exp_out + n, 0.0f);
-    return ChunkPartial{max, 0.0f, AnyNaN(xc, size_t(n))};
+    return ChunkPartial{max, 0.0, AnyNaN(xc, size_t(n))};
   }
   const float s = exp_out != nullptr ? ExpSum<true>(xc, size_t(n), max, exp_out)
                                      : ExpSum<false>(xc, size_t(n), max, nullptr);
   // A NaN sum means a NaN or a +inf in the chunk: either way the row is NaN.
-  return ChunkPartial{max, s, std::isnan(s)};
+  return ChunkPartial{max, double(s * kExpUnscaleF32), std::isnan(s)};
 }
 
 // A streamed f32 chunk that starts on a vector boundary and is whole vectors long can be
@@ -332,49 +346,51 @@ HWY_INLINE bool StreamDirect(const void* y, softmax_dtype dtype, int64_t n, bool
          reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0;
 }
 
-void FinishRecompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                     bool stream) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+void FinishRecompute(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool stream) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
-  if (StreamDirect(y, dtype, n, stream)) {
+  const VF vs = hn::Set(d, static_cast<float>(f.shift));
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
     float* yf = static_cast<float*>(y);
     for (size_t i = 0; i < size_t(n); i += N)
-      hn::Stream(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, yf + i);
+      hn::Stream(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   size_t i = 0;
   for (; i + N <= size_t(n); i += N)
-    hn::StoreU(hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf), d, out + i);
+    hn::StoreU(ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs))), d, out + i);
   if (i < size_t(n)) {
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
-    StoreTail(d, hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), out + i, size_t(n) - i);
+    StoreTail(d, ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), out + i, size_t(n) - i);
   }
-  FinishChunkOut(out, y, dtype, n, stream);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishStored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+void FinishStored(const void* stored, void* y, Dtypes dtype, int64_t n, double factor, bool stream) {
+  const float* e = static_cast<const float*>(stored);
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF vf = hn::Set(d, factor);
-  if (StreamDirect(y, dtype, n, stream)) {
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
     float* yf = static_cast<float*>(y);
-    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Mul(hn::LoadU(d, e + i), vf), d, yf + i);
+    for (size_t i = 0; i < size_t(n); i += N) hn::Stream(ApplyFactor(vf, hn::LoadU(d, e + i)), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   size_t i = 0;
-  for (; i + N <= size_t(n); i += N) hn::StoreU(hn::Mul(hn::LoadU(d, e + i), vf), d, out + i);
-  for (; i < size_t(n); ++i) out[i] = e[i] * factor;
-  FinishChunkOut(out, y, dtype, n, stream);
+  for (; i + N <= size_t(n); i += N) hn::StoreU(ApplyFactor(vf, hn::LoadU(d, e + i)), d, out + i);
+  if (i < size_t(n)) StoreTail(d, ApplyFactor(vf, LoadTail(d, e + i, size_t(n) - i, 0.0f)), out + i, size_t(n) - i);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
+void FinishLog(const void* x, void* y, Dtypes dtype, int64_t n, double max_d, double log_sum_d,
                bool stream) {
-  const float* xc = AsF32(x, dtype, size_t(n));
-  if (StreamDirect(y, dtype, n, stream)) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
+  const float max = static_cast<float>(max_d), log_sum = static_cast<float>(log_sum_d);
+  if (StreamDirect(y, dtype.y, n, stream)) {
     const DF d;
     const size_t N = hn::Lanes(d);
     const VF vm = hn::Set(d, max), vl = hn::Set(d, log_sum);
@@ -382,33 +398,197 @@ void FinishLog(const void* x, void* y, softmax_dtype dtype, int64_t n, float max
     for (size_t i = 0; i < size_t(n); i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, xc + i), vm), vl), d, yf + i);
     return;
   }
-  float* out = ChunkOut(y, dtype, n, stream);
+  float* out = ChunkOut(y, dtype.y, n, stream);
   LogOut(xc, out, size_t(n), max, log_sum);
-  FinishChunkOut(out, y, dtype, n, stream);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
-void FinishDropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                   const uint8_t* keep) {
-  const float* xc = AsF32(x, dtype, size_t(n));
+void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
   const DF d;
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, f.shift), vf = hn::Set(d, f.factor);
+  const VF vs = hn::Set(d, static_cast<float>(f.shift));
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) {
-    const VF v = hn::Mul(ExpNonPositive(d, hn::Sub(hn::LoadU(d, xc + i), vs)), vf);
+    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
     const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
     hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
   }
   if (i < size_t(n)) {
     HWY_ALIGN float tail[hn::MaxLanes(DF())];
     const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
-    hn::Store(hn::Mul(ExpNonPositive(d, hn::Sub(v, vs)), vf), d, tail);
+    hn::Store(ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), d, tail);
     for (size_t j = 0; i + j < size_t(n); ++j) out[i + j] = keep[i + j] ? tail[j] : 0.0f;
   }
-  WriteTile(out, y, dtype, size_t(n), false);
+  WriteTile(out, y, dtype.y, size_t(n), false);
+}
+
+// ---- dropout ----------------------------------------------------------------------------------
+
+// dst = keep ? e * f : 0 for n scaled e values (keep: 0/1 bytes), with ordinary stores or, when
+// `stream` (dst vector-aligned, n whole vectors), non-temporal ones. dst may be e.
+HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const ScaledFactor& vf, float* dst,
+                          bool stream) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
+    const VF v = hn::IfThenElseZero(kept, ApplyFactor(vf, hn::LoadU(d, e + i)));
+    if (stream) {
+      hn::Stream(v, d, dst + i);
+    } else {
+      hn::StoreU(v, d, dst + i);
+    }
+  }
+  if (i < n) {
+    HWY_ALIGN uint8_t k[hn::MaxLanes(DF())] = {};
+    std::memcpy(k, keep + i, n - i);
+    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, k)), hn::Zero(du)));
+    StoreTail(d, hn::IfThenElseZero(kept, ApplyFactor(vf, LoadTail(d, e + i, n - i, 0.0f))), dst + i, n - i);
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// The max of a row of dropout, interleaved with Philox steps of the tile's keep stream until it
+// has produced `groups_needed` groups (all of this row's): the max pass is the row's first touch
+// of memory, and the Philox arithmetic runs while its loads wait. Steps are spread over the row,
+// one per `stride` vectors of x.
+template <unsigned kPhase>
+HWY_NOINLINE float RowMaxWithKeep(const float* x, size_t n, PhiloxKeepStream<kPhase>& keep_stream, uint8_t* keep_tile,
+                                size_t* groups_done, size_t groups_needed) {
+  const DF d;
+  const size_t N = hn::Lanes(d), per_step = keep_stream.GroupsPerStep();
+  const size_t steps = (groups_needed - std::min(*groups_done, groups_needed) + per_step - 1) / per_step;
+  const size_t vectors = n / N, stride = std::max<size_t>(1, steps == 0 ? vectors + 1 : vectors / steps);
+  VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0;
+  size_t i = 0;
+  while (i + N <= n) {
+    if (*groups_done < groups_needed) {
+      keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
+      *groups_done += per_step;
+    }
+    const size_t end = std::min(n - n % N, i + stride * N);
+    for (; i + 2 * N <= end; i += 2 * N) {
+      m0 = hn::Max(m0, hn::LoadU(d, x + i));
+      m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
+    }
+    if (i + N <= end) {
+      m0 = hn::Max(m0, hn::LoadU(d, x + i));
+      i += N;
+    }
+  }
+  for (; *groups_done < groups_needed; *groups_done += per_step) keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
+  if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity()));
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+}
+
+// Dropout of a tile of rows, kPhase = offset % 4. Per row: the max (with the keep bytes of its
+// groups), exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
+// chunk_finish forms it for a single chunk, (1 / S) * scale in double.
+template <unsigned kPhase>
+HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb, Dtypes dtype, int64_t rows,
+                                      int64_t cols, uint64_t first, const DropoutRule& rule, uint8_t* mask,
+                                      bool stream) {
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const size_t N = hn::Lanes(DF());
+  // Where a row's results go: straight into an f32 y (ordinary stores: e is kept in y itself;
+  // non-temporal stores: e waits in a scratch row), or into a tile converted to y afterwards.
+  const bool y_f32 = dtype.y == SOFTMAX_DTYPE_F32 && reinterpret_cast<uintptr_t>(yb) % sizeof(float) == 0;
+  const bool direct = y_f32 && !stream;
+  const bool direct_stream = y_f32 && stream && size_t(cols) % N == 0 &&
+                             reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  // Keep bytes of a tile from its first whole group on, with room for the stream's last step.
+  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::GroupsPerStep();
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
+  float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    const uint64_t tile_first = first + uint64_t(r0 * cols);
+    const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
+    PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
+    size_t groups_done = 0;
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
+      const uint8_t* kr = keep + lead + size_t(r * cols);
+      const size_t groups_needed = (lead + size_t((r + 1) * cols) + 3) / 4;
+      const float max = RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed);
+      float* e;
+      float* dst;
+      if (direct || direct_stream) {
+        dst = reinterpret_cast<float*>(yb + size_t((r0 + r) * cols) * ysize);
+        e = direct ? dst : row_e;
+      } else {
+        dst = e = tile + r * cols;
+      }
+      const float s = ExpSum<true>(xr, size_t(cols), max, e);
+      const double sum = double(s * kExpUnscaleF32);
+      ApplyKeep(e, kr, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), dst,
+                direct_stream);
+    }
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep + lead, size_t(nr * cols));
+    if (tile != nullptr) WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
+  }
+}
+#endif
+
+void ShortRowsDropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                      const DropoutRule& rule, uint8_t* mask, bool stream) {
+  const auto* xb = static_cast<const unsigned char*>(x);
+  auto* yb = static_cast<unsigned char*>(y);
+#if HWY_TARGET == HWY_SCALAR
+  // No vector Philox here: the keep bytes of each tile first, then the rows.
+  const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(tile_rows * cols)));
+  float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    dropout_keep_bytes_scalar(rule.seed, rule.offset, rule.threshold, first + uint64_t(r0 * cols), nr * cols, keep);
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep, size_t(nr * cols));
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
+      float* e = tile + r * cols;
+      const float s = ExpSum<true>(xr, size_t(cols), RowMax(xr, size_t(cols)), e);
+      const double sum = double(s * kExpUnscaleF32);
+      ApplyKeep(e, keep + r * cols, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), e,
+                false);
+    }
+    WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
+  }
+#else
+  switch (rule.offset & 3u) {
+    case 0:
+      return ShortRowsDropoutPhase<0>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    case 1:
+      return ShortRowsDropoutPhase<1>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    case 2:
+      return ShortRowsDropoutPhase<2>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+    default:
+      return ShortRowsDropoutPhase<3>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
+  }
+#endif
+}
+
+void FinishDropoutStored(const void* stored, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                         bool stream) {
+  const float* e = static_cast<const float*>(stored);
+  const ScaledFactor vf = MakeScaledFactor(DF(), static_cast<float>(factor));
+  if (StreamDirect(y, dtype.y, n, stream)) {
+    ApplyKeep(e, keep, size_t(n), vf, static_cast<float*>(y), true);
+    return;
+  }
+  float* out = ChunkOut(y, dtype.y, n, stream);
+  ApplyKeep(e, keep, size_t(n), vf, out, false);
+  FinishChunkOut(out, y, dtype.y, n, stream);
 }
 
 void StreamFence() { hwy::FlushStream(); }
@@ -430,31 +610,45 @@ HWY_EXPORT(FinishRecompute);
 HWY_EXPORT(FinishStored);
 HWY_EXPORT(FinishLog);
 HWY_EXPORT(FinishDropout);
+HWY_EXPORT(FinishDropoutStored);
+HWY_EXPORT(ShortRowsDropout);
 HWY_EXPORT(StreamFence);
 HWY_EXPORT(ChosenTargetName);
 
 namespace {
 
-void short_rows(const void* x, void* y, softmax_dtype dtype, int64_t rows, int64_t cols,
-                bool log_softmax, bool stream) {
+void short_rows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
+                bool stream) {
   HWY_DYNAMIC_DISPATCH(ShortRows)(x, y, dtype, rows, cols, log_softmax, stream);
 }
-ChunkPartial chunk_partial(const void* x, softmax_dtype dtype, int64_t n, float* exp_out) {
+ChunkPartial chunk_partial(const void* x, Dtypes dtype, int64_t n, void* exp_out) {
   return HWY_DYNAMIC_DISPATCH(ChunkPartialOf)(x, dtype, n, exp_out);
 }
-void finish_recompute(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f, bool stream) {
+void finish_recompute(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishRecompute)(x, y, dtype, n, f, stream);
 }
-void finish_stored(const float* e, void* y, softmax_dtype dtype, int64_t n, float factor, bool stream) {
+void finish_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishStored)(e, y, dtype, n, factor, stream);
 }
-void finish_log(const void* x, void* y, softmax_dtype dtype, int64_t n, float max, float log_sum,
-                bool stream) {
+void finish_log(const void* x, void* y, Dtypes dtype, int64_t n, double max, double log_sum, bool stream) {
   HWY_DYNAMIC_DISPATCH(FinishLog)(x, y, dtype, n, max, log_sum, stream);
 }
-void finish_dropout(const void* x, void* y, softmax_dtype dtype, int64_t n, ChunkFinish f,
-                    const uint8_t* keep) {
+void finish_dropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
   HWY_DYNAMIC_DISPATCH(FinishDropout)(x, y, dtype, n, f, keep);
+}
+void finish_dropout_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,
+                           bool stream) {
+  HWY_DYNAMIC_DISPATCH(FinishDropoutStored)(e, y, dtype, n, factor, keep, stream);
+}
+void short_rows_dropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, uint64_t first,
+                        const DropoutRule& rule, uint8_t* mask, bool stream) {
+  HWY_DYNAMIC_DISPATCH(ShortRowsDropout)(x, y, dtype, rows, cols, first, rule, mask, stream);
+}
+void keep_bytes(uint64_t seed, uint64_t offset, float p, uint64_t first, int64_t n, uint8_t* keep) {
+  dropout_keep_bytes_highway(seed, offset, dropout_word_threshold(p), first, n, keep);
+}
+void keep_bytes_for(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t* keep) {
+  dropout_keep_bytes_highway(rule.seed, rule.offset, rule.threshold, first, n, keep);
 }
 void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
 
@@ -462,13 +656,17 @@ void stream_fence() { HWY_DYNAMIC_DISPATCH(StreamFence)(); }
 
 const VectorKernels& highway_vector_kernels() {
   static const VectorKernels kernels{HWY_DYNAMIC_DISPATCH(ChosenTargetName)(),
+                                     sizeof(float),
                                      short_rows,
                                      chunk_partial,
                                      finish_recompute,
                                      finish_stored,
                                      finish_log,
                                      finish_dropout,
-                                     dropout_keep_bytes_highway,
+                                     finish_dropout_stored,
+                                     short_rows_dropout,
+                                     keep_bytes,
+                                     keep_bytes_for,
                                      stream_fence};
   return kernels;
 }

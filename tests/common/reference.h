@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/common/double_to_half.h"
 #include "backends/common/half_bits.h"
 #include "backends/common/philox.h"
 
@@ -66,18 +67,19 @@ struct Buffer {
     std::memcpy(&h, bytes.data() + 2 * i, 2);
     return dtype == SOFTMAX_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
   }
-  // Stores v rounded to the buffer's type (16-bit types through float).
+  // Stores v rounded (once, to nearest even) to the buffer's type.
   void set(size_t i, double v) {
     if (dtype == SOFTMAX_DTYPE_F64) {
       std::memcpy(bytes.data() + 8 * i, &v, 8);
       return;
     }
-    const float f = static_cast<float>(v);
     if (dtype == SOFTMAX_DTYPE_F32) {
+      const float f = static_cast<float>(v);
       std::memcpy(bytes.data() + 4 * i, &f, 4);
       return;
     }
-    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? float_to_f16(f) : float_to_bf16(f);
+    const uint16_t h = dtype == SOFTMAX_DTYPE_F16 ? softmax_internal::double_to_f16(v)
+                                                  : softmax_internal::double_to_bf16(v);
     std::memcpy(bytes.data() + 2 * i, &h, 2);
   }
   // Fill with a NaN bit pattern so that any element a kernel forgets to write fails the check.
@@ -104,9 +106,12 @@ inline Buffer random_input(softmax_dtype dtype, size_t n, uint64_t seed, float s
   return b;
 }
 
-// The textbook formula in float64 for one row of the stored input.
+// The textbook formula for one row of the stored input, evaluated in long double (on x86 a 64-bit
+// significand and a 15-bit exponent) and rounded once to double: accurate enough to judge fp64
+// arithmetic, and free of intermediate underflow at the bottom of double's range. `scale`
+// multiplies each softmax value before that rounding (dropout's 1 / (1 - p)).
 inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_softmax,
-                          std::vector<double>* out) {
+                          std::vector<double>* out, double scale = 1.0) {
   out->assign(cols, 0.0);
   double m = -std::numeric_limits<double>::infinity();
   bool has_nan = false;
@@ -122,71 +127,90 @@ inline void reference_row(const Buffer& x, size_t row, size_t cols, bool log_sof
     out->assign(cols, nan);
     return;
   }
-  // The sum in long double: a float64 sum of 10^5 terms drifts by ~1e-14, as much as what fp64
-  // backends are held to.
-  long double acc = 0.0L;
-  for (size_t c = 0; c < cols; ++c) acc += std::exp(static_cast<long double>(x.get(row * cols + c)) - m);
+  long double s = 0.0L;
+  for (size_t c = 0; c < cols; ++c) s += std::exp(static_cast<long double>(x.get(row * cols + c)) - m);
+  const long double log_s = std::log(s);
   for (size_t c = 0; c < cols; ++c) {
     const long double d = static_cast<long double>(x.get(row * cols + c)) - m;
-    (*out)[c] = log_softmax ? static_cast<double>(d - std::log(acc)) : static_cast<double>(std::exp(d) / acc);
+    (*out)[c] = static_cast<double>(log_softmax ? d - log_s : std::exp(d) / s * scale);
   }
 }
 
 // Absolute tolerance for an output element stored as `t` whose exact value is `ref`: the
-// arithmetic's error (fp64 when `fp64_arith`, else fp32) plus the rounding of the stored result.
-// The floor is the smallest normal number of the output type (f16: half its subnormal step, as
-// the conversion to f16 rounds subnormals exactly): a result below it may come out flushed to
-// zero, never as some larger number.
+// arithmetic's error (fp64 when `fp64_arith`, else fp32) plus the rounding of the stored result,
+// plus a floor below which any backend may differ: a result under the smallest normal number of
+// f32, bf16 and f64 may come out flushed to zero (GPUs flush subnormal exp results), f16 keeps
+// its subnormal step (conversions to f16 round subnormals exactly).
+inline double tolerance_floor(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64 ? 0x1p-1022 : t == SOFTMAX_DTYPE_F16 ? 0x1p-24 : 0x1p-126;
+}
 inline double tolerance(softmax_dtype t, double ref, bool log_softmax, size_t cols,
                         bool fp64_arith = false) {
   const double storage = t == SOFTMAX_DTYPE_F64   ? 0x1p-53
                          : t == SOFTMAX_DTYPE_F32 ? 0x1p-24
                          : t == SOFTMAX_DTYPE_F16 ? 0x1p-11
                                                   : 0x1p-8;
+  // fp64: sums of 10^5 terms in any order drift by ~1e-14.
+  const double unit = fp64_arith || t == SOFTMAX_DTYPE_F64 ? 1e-14 : 1e-6;
+  const double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
+  return std::fabs(ref) * (storage + arith) + tolerance_floor(t) +
+         (log_softmax ? arith * (1.0 + std::fabs(ref)) : 0.0);
+}
+
+// v as the nearest value of type t (once rounded), e.g. +-inf past the type's range.
+inline double round_to(softmax_dtype t, double v) {
+  switch (t) {
+    case SOFTMAX_DTYPE_F64:
+      return v;
+    case SOFTMAX_DTYPE_F32:
+      return static_cast<float>(v);
+    case SOFTMAX_DTYPE_F16:
+      return f16_to_float(softmax_internal::double_to_f16(v));
+    default:
+      return bf16_to_float(softmax_internal::double_to_bf16(v));
+  }
+}
+
+// Half the smallest subnormal of t: nonnegative results below it round to +0 in t. For f64 that
+// is below every positive double, so 0 (only an exact 0 must be +0).
+inline double half_smallest_subnormal(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64   ? 0.0
+         : t == SOFTMAX_DTYPE_F32 ? 0x1p-150
+         : t == SOFTMAX_DTYPE_F16 ? 0x1p-25
+                                  : 0x1p-134;
+}
+
+// One output element stored as `t` against its float64 value `want`:
+//   NaN must stay NaN;
+//   where `want` rounded to t is infinite (log-softmax of -inf, or a value past t's range) the
+//     output must be exactly that infinity (inf - inf would make any tolerance check NaN);
+//   a softmax value that is exactly 0, or so far below half of t's smallest subnormal that the
+//     arithmetic's error cannot reach it, must be exactly +0 (never a stray subnormal);
+//   anything else within tolerance(), plus, for softmax, the effect of rounding the argument of
+//     exp: x - max is computed in the arithmetic's precision (unit roundoff u), an absolute error
+//     of up to |x - max| u, hence a relative error of |x - max| u in exp(x - max). The caller
+//     passes the element's exact softmax value s (before any dropout scale), which bounds it:
+//     |x - max| = -log(s * sum) <= -log(s).
+inline bool value_matches(softmax_dtype t, double got, double want, bool log_softmax, size_t cols,
+                          bool fp64_arith = false, double softmax_value = 1.0) {
+  if (std::isnan(want)) return std::isnan(got);
+  const double rounded = round_to(t, want);
+  if (std::isinf(rounded)) return got == rounded;
   const bool fp64 = fp64_arith || t == SOFTMAX_DTYPE_F64;
-  const double unit = fp64 ? 1e-14 : 1e-6;
-  double arith = unit * (1.0 + std::log2(double(cols) + 1.0) / 8.0);
-  // exp's condition number: y = exp(x - max) / sum inherits the rounding of its argument, so a
-  // probability far below 1 (|x - max| large, e.g. with large magnitudes) carries a relative
-  // error of about |log y| units of the arithmetic.
-  if (!log_softmax && ref != 0.0) arith += std::fabs(std::log(std::fabs(ref))) * (fp64 ? 0x1p-52 : 0x1p-23);
-  const double floor = t == SOFTMAX_DTYPE_F64   ? 0x1p-1022
-                       : t == SOFTMAX_DTYPE_F16 ? 0x1p-25
-                                                : 0x1p-126;
-  return std::fabs(ref) * (storage + arith) + (log_softmax ? arith * (1.0 + std::fabs(ref)) : floor);
+  const double exp_argument = !log_softmax && softmax_value > 0.0 ? -std::log(softmax_value) : 0.0;
+  const double tol = tolerance(t, want, log_softmax, cols, fp64_arith) +
+                     std::fabs(want) * exp_argument * (fp64 ? 0x1p-53 : 0x1p-24);
+  // For softmax the tolerance is a relative part plus the floor.
+  const double half = half_smallest_subnormal(t), relative_part = tol - tolerance_floor(t);
+  const bool must_be_zero = want == 0.0 || (!log_softmax && want > 0.0 && want + relative_part < half);
+  if (must_be_zero) return got == 0.0 && !std::signbit(got);
+  return std::fabs(got - want) <= tol;
 }
 
-// True when `ref` rounds to zero in type t: the output must then be exactly +0. (Written with
-// ldexp: some compilers mis-read a hex literal below the double range.)
-inline bool rounds_to_zero(softmax_dtype t, double ref) {
-  if (t == SOFTMAX_DTYPE_F64) return ref == 0.0;
-  const int half_min_subnormal_exp = t == SOFTMAX_DTYPE_F32 ? -150 : t == SOFTMAX_DTYPE_F16 ? -25 : -134;
-  return std::fabs(ref) < std::ldexp(1.0, half_min_subnormal_exp);
-}
-
-// True when `ref` overflows type t (a log-probability past -FLT_MAX, say): the output must then
-// be that infinity.
-inline bool rounds_to_infinity(softmax_dtype t, double ref) {
-  // The largest finite value plus half a step of the type.
-  const double limit = t == SOFTMAX_DTYPE_F64    ? INFINITY
-                       : t == SOFTMAX_DTYPE_F16  ? 65520.0
-                       : t == SOFTMAX_DTYPE_BF16 ? std::ldexp(255.5, 120)
-                                                 : std::ldexp(16777215.5, 104);
-  return std::fabs(ref) >= limit;
-}
-
-// One output element against its float64 value: NaN must stay NaN; an infinite expected value
-// (log-softmax of a -inf input) must be hit exactly, since inf - inf would make any tolerance
-// check NaN; a value that rounds to zero must be exactly +0; anything else within tolerance().
+// value_matches for a softmax (or log-softmax) value that is its own softmax value.
 inline bool element_ok(softmax_dtype t, double got, double want, bool log_softmax, size_t cols,
                        bool fp64_arith = false) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  // Exactly +0 where the value is clearly below half the smallest step (not within the
-  // arithmetic's error of that boundary, where either neighbour is a correct rounding).
-  if (!log_softmax && rounds_to_zero(t, want * (1.0 + 1e-5))) return got == 0.0 && !std::signbit(got);
-  if (rounds_to_infinity(t, want)) return got == std::copysign(INFINITY, want);
-  return std::fabs(got - want) <= tolerance(t, want, log_softmax, cols, fp64_arith);
+  return value_matches(t, got, want, log_softmax, cols, fp64_arith, log_softmax ? 1.0 : want);
 }
 
 // Max relative-to-tolerance violation over a row: <= 1 passes. NaN expected must be NaN got.
@@ -201,8 +225,7 @@ inline RowCheck check_row(const Buffer& y, size_t row, size_t cols, const std::v
   RowCheck r;
   for (size_t c = 0; c < cols; ++c) {
     const double got = y.get(row * cols + c), want = ref[c];
-    const bool pass = element_ok(y.dtype, got, want, log_softmax, cols, fp64_arith);
-    if (!pass) return RowCheck{false, c, got, want};
+    if (!value_matches(y.dtype, got, want, log_softmax, cols, fp64_arith, want)) return RowCheck{false, c, got, want};
   }
   return r;
 }

@@ -12,6 +12,7 @@
 
 #include "backends/common/philox.h"
 #include "cpu_test_util.h"
+#include "curand_reference.h"
 
 namespace {
 
@@ -35,11 +36,12 @@ DropoutRun run_dropout(const Buffer& x, int64_t rows, int64_t cols, float p, uin
 
 class CpuDropout : public ::testing::TestWithParam<softmax_dtype> {};
 
+struct Case {
+  int64_t rows, cols;
+};
+
 TEST_P(CpuDropout, MaskIsPhiloxAndKeptValuesAreScaledSoftmax) {
   const softmax_dtype dtype = GetParam();
-  struct Case {
-    int64_t rows, cols;
-  };
   // cols = 3 and 33: Philox groups of 4 straddle rows; 20001: groups straddle chunks.
   for (const Case c : {Case{7, 3}, Case{5, 33}, Case{4, 1025}, Case{2, 20001}}) {
     for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{6}, uint64_t{0x100000003}}) {
@@ -94,6 +96,28 @@ TEST_P(CpuDropout, POneIsAllZeros) {
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(d.y.get(i), 0.0f) << i;
     ASSERT_EQ(d.mask[i], 0) << i;
+  }
+}
+
+TEST_P(CpuDropout, MaskEqualsIndependentCurandReference) {
+  // Every Philox phase and counters next to 2^64, for short rows (groups of 4 straddling rows)
+  // and chunked rows (groups straddling chunks), with and without a mask buffer.
+  const softmax_dtype dtype = GetParam();
+  const uint64_t max = ~uint64_t{0};
+  for (const Case c : {Case{6, 7}, Case{2, 8195}}) {
+    for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{4}, uint64_t{5},
+                                  uint64_t{6}, uint64_t{7}, max - 1}) {
+      for (const uint64_t seed : {softmax_test::fresh_seed(), max, max - 1}) {
+        const Buffer x = softmax_test::random_input(dtype, size_t(c.rows * c.cols), seed);
+        const DropoutRun d = run_dropout(x, c.rows, c.cols, 0.6f, seed, offset);
+        for (size_t i = 0; i < d.mask.size(); ++i) {
+          ASSERT_EQ(d.mask[i], softmax_cpu_test::curand_keep(seed, offset, i, 0.6f) ? 1 : 0)
+              << "element " << i << " seed " << seed << " offset " << offset;
+        }
+        ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, d.y, d.mask, c.rows, c.cols, 0.6f, seed));
+        ASSERT_EQ(run_dropout(x, c.rows, c.cols, 0.6f, seed, offset, 0, false).y.bytes, d.y.bytes) << seed;
+      }
+    }
   }
 }
 

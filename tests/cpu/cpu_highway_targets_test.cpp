@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "backends/common/philox.h"
 #include "cpu_test_util.h"
+#include "curand_reference.h"
 
 namespace {
 
@@ -54,26 +54,61 @@ TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
   EXPECT_GT(tested, 0);
 }
 
-TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
+TEST(CpuHighwayTargets, EveryRunnableTargetIsExactAtTheEndsOfTheRange) {
+  // Exact +0 and -inf, subnormal outputs, largest magnitudes (cpu_test_util.h's exactness rows)
+  // on each target, for rows in registers (7, 33, 65), in L1 (1025) and in chunks (20001).
   const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
+  int tested = 0;
   for (int bit = 0; bit < 63; ++bit) {
     const int64_t target = int64_t{1} << bit;
     if ((runnable & target) == 0) continue;
     ForcedTarget forced(target);
-    for (const int64_t cols : {int64_t{3}, int64_t{33}, int64_t{1027}}) {
-      for (const uint64_t offset : {uint64_t{0}, uint64_t{5}}) {
-        const int64_t rows = 7;
-        const uint64_t seed = softmax_test::fresh_seed();
-        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * cols), seed);
-        Buffer y(SOFTMAX_DTYPE_F32, x.size());
-        std::vector<uint8_t> mask(x.size(), 0xAB);
-        const softmax_options o = softmax_cpu_test::cpu_options();
-        ASSERT_EQ(softmax_dropout(x.data(), y.data(), mask.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.37f, seed,
-                                  offset, &o),
-                  SOFTMAX_STATUS_SUCCESS);
-        for (size_t i = 0; i < mask.size(); ++i) {
-          ASSERT_EQ(mask[i], softmax_internal::dropout_keep(seed, offset, i, 0.37f) ? 1 : 0)
-              << "target " << hwy::TargetName(target) << " element " << i << " seed " << seed;
+    ++tested;
+    for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
+      for (const int64_t cols : {int64_t{2}, int64_t{7}, int64_t{33}, int64_t{65}, int64_t{1025}, int64_t{20001}}) {
+        for (const bool log_softmax : {false, true}) {
+          const uint64_t seed = softmax_test::fresh_seed();
+          const Buffer x = softmax_cpu_test::exactness_rows(dtype, cols, seed);
+          const Buffer y = softmax_cpu_test::run_rows(x, softmax_cpu_test::kExactnessRows, cols, log_softmax);
+          ASSERT_TRUE(softmax_cpu_test::rows_match_reference(x, y, softmax_cpu_test::kExactnessRows, cols,
+                                                             log_softmax, seed))
+              << "target " << hwy::TargetName(target);
+        }
+      }
+    }
+  }
+  EXPECT_GT(tested, 0);
+}
+
+TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
+  // Against the independent cuRAND restatement (curand_reference.h): every Philox phase
+  // (offset % 4), offsets and seeds next to 2^64, groups of 4 straddling rows (3, 33) and chunks
+  // (8195), for the short-row and the chunked dropout kernels.
+  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
+  const uint64_t max = ~uint64_t{0};
+  for (int bit = 0; bit < 63; ++bit) {
+    const int64_t target = int64_t{1} << bit;
+    if ((runnable & target) == 0) continue;
+    ForcedTarget forced(target);
+    for (const int64_t cols : {int64_t{3}, int64_t{33}, int64_t{1027}, int64_t{8195}}) {
+      for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{4}, uint64_t{5},
+                                    uint64_t{6}, uint64_t{7}, max - 2, max}) {
+        for (const uint64_t seed : {softmax_test::fresh_seed(), max - 1}) {
+          const int64_t rows = cols > 1000 ? 2 : softmax_cpu_test::kExactnessRows;
+          const Buffer x = softmax_cpu_test::exactness_rows(SOFTMAX_DTYPE_F32, cols, seed);
+          Buffer y(SOFTMAX_DTYPE_F32, size_t(rows * cols));
+          std::vector<uint8_t> mask(y.size(), 0xAB);
+          const softmax_options o = softmax_cpu_test::cpu_options();
+          ASSERT_EQ(softmax_dropout(x.data(), y.data(), mask.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.37f, seed,
+                                    offset, &o),
+                    SOFTMAX_STATUS_SUCCESS);
+          for (size_t i = 0; i < mask.size(); ++i) {
+            ASSERT_EQ(mask[i], softmax_cpu_test::curand_keep(seed, offset, i, 0.37f) ? 1 : 0)
+                << "target " << hwy::TargetName(target) << " element " << i << " seed " << seed << " offset "
+                << offset;
+          }
+          ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, y, mask, rows, cols, 0.37f, seed))
+              << "target " << hwy::TargetName(target) << " offset " << offset;
         }
       }
     }

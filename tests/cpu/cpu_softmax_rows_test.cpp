@@ -60,6 +60,22 @@ TEST_P(CpuRows, LargeMagnitudes) {
   }
 }
 
+TEST_P(CpuRows, ExactZerosSubnormalsAndInfinities) {
+  // Where the float64 result is 0 (or rounds to 0 with room to spare) the output is exactly +0,
+  // subnormal results are right to within one subnormal step, and log-softmax gives exactly
+  // -inf where float64 rounded to the output type does: short rows, rows in registers, chunks.
+  const auto [dtype, log_softmax] = GetParam();
+  for (const int64_t cols : {int64_t{2}, int64_t{7}, int64_t{33}, int64_t{1000}, int64_t{8193}, int64_t{20001}}) {
+    for (const int threads : {1, 2}) {
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_cpu_test::exactness_rows(dtype, cols, seed);
+      const Buffer y = run_rows(x, softmax_cpu_test::kExactnessRows, cols, log_softmax, threads);
+      ASSERT_TRUE(rows_match_reference(x, y, softmax_cpu_test::kExactnessRows, cols, log_softmax, seed))
+          << "threads " << threads;
+    }
+  }
+}
+
 TEST_P(CpuRows, InPlace) {
   const auto [dtype, log_softmax] = GetParam();
   for (const int64_t cols : {int64_t{33}, int64_t{4097}, int64_t{65537}}) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,20 +38,29 @@ inline Buffer run_rows(const Buffer& x, int64_t rows, int64_t cols, bool log_sof
   return y;
 }
 
-// softmax_test::check_row plus what the shared helper lacks (reported to the lead): an infinite
-// expected value (log-softmax of a -inf element) must be met exactly, where the shared check
-// computes inf - inf = NaN and fails.
-inline softmax_test::RowCheck check_row_cpu(const Buffer& y, size_t row, size_t cols,
-                                            const std::vector<double>& ref, bool log_softmax) {
-  for (size_t c = 0; c < cols; ++c) {
-    const double got = y.get(row * cols + c), want = ref[c];
-    const double tol = softmax_test::tolerance(y.dtype, want, log_softmax, cols);
-    const bool pass = std::isnan(want)   ? std::isnan(got)
-                      : std::isinf(want) ? got == want
-                                         : std::fabs(got - want) <= tol;
-    if (!pass) return softmax_test::RowCheck{false, c, got, want};
+// Rows that probe the bottom and top of the range (at least 2 columns make them meaningful):
+//   0: finite values alternating with -inf ([0, -inf, 1, -inf, ...]): exact +0 (log: -inf);
+//   1: a ramp from 0 down to -130: outputs that are normal, subnormal, and +0 in every type;
+//   2: random values up to 1e4 in magnitude: nearly every element far below the max;
+//   3: the type's largest magnitudes of both signs next to small values ([big, -big, 1, ...]):
+//      x - max overflows to -inf, softmax gives exact zeros and log-softmax -inf;
+//   4: ordinary random values with -inf at every third element.
+inline constexpr int64_t kExactnessRows = 5;
+inline Buffer exactness_rows(softmax_dtype dtype, int64_t cols, uint64_t seed) {
+  Buffer x = softmax_test::random_input(dtype, size_t(kExactnessRows * cols), seed);
+  const Buffer large = softmax_test::random_input(dtype, size_t(cols), seed ^ 0x9e3779b97f4a7c15ull, 1e4f);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double big = dtype == SOFTMAX_DTYPE_F16 ? 65504.0 : dtype == SOFTMAX_DTYPE_F64 ? 1.7e308 : 3.0e38;
+  auto at = [cols](int64_t r, int64_t c) { return size_t(r * cols + c); };
+  for (int64_t c = 0; c < cols; ++c) {
+    const double v = x.get(at(0, c)) / 8.0;  // in [-1, 1]
+    x.set(at(0, c), c % 2 == 0 ? v : -inf);
+    x.set(at(1, c), -130.0 * double(c) / double(std::max<int64_t>(cols - 1, 1)));
+    x.set(at(2, c), large.get(size_t(c)));
+    x.set(at(3, c), c % 3 == 0 ? big : c % 3 == 1 ? -big : v);
+    if (c % 3 == 2) x.set(at(4, c), -inf);
   }
-  return softmax_test::RowCheck{};
+  return x;
 }
 
 // Every row of y against the float64 reference of x; stops at the first bad row.
@@ -59,12 +69,34 @@ inline ::testing::AssertionResult rows_match_reference(const Buffer& x, const Bu
   std::vector<double> ref;
   for (int64_t r = 0; r < rows; ++r) {
     softmax_test::reference_row(x, size_t(r), size_t(cols), log_softmax, &ref);
-    const softmax_test::RowCheck c = check_row_cpu(y, size_t(r), size_t(cols), ref, log_softmax);
+    const softmax_test::RowCheck c = softmax_test::check_row(y, size_t(r), size_t(cols), ref, log_softmax);
     if (!c.ok) {
       return ::testing::AssertionFailure()
              << softmax_test::dtype_name(x.dtype) << " rows=" << rows << " cols=" << cols
              << (log_softmax ? " log" : "") << " seed=" << seed << ": row " << r << " col " << c.bad_col
              << " got " << c.got << " want " << c.want;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Dropout output against the float64 reference: the mask is the caller's (checked apart),
+// kept elements are softmax / (1 - p) within value_matches, dropped ones exactly +0.
+inline ::testing::AssertionResult dropout_matches_reference(const Buffer& x, const Buffer& y,
+                                                            const std::vector<uint8_t>& mask, int64_t rows,
+                                                            int64_t cols, float p, uint64_t seed) {
+  const double scale = 1.0 / (1.0 - double(p));
+  std::vector<double> ref;
+  for (int64_t r = 0; r < rows; ++r) {
+    softmax_test::reference_row(x, size_t(r), size_t(cols), false, &ref, scale);
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = size_t(r * cols + c);
+      const double want = mask[i] ? ref[size_t(c)] : 0.0, got = y.get(i);
+      if (!softmax_test::value_matches(y.dtype, got, want, false, size_t(cols), false, ref[size_t(c)] / scale)) {
+        return ::testing::AssertionFailure() << softmax_test::dtype_name(x.dtype) << " rows=" << rows
+                                             << " cols=" << cols << " p=" << p << " seed=" << seed << ": row "
+                                             << r << " col " << c << " got " << got << " want " << want;
+      }
     }
   }
   return ::testing::AssertionSuccess();

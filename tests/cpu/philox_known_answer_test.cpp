@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/common/philox.h"
+#include "curand_reference.h"
 
 namespace {
 
@@ -25,40 +26,14 @@ TEST(Philox, Random123KnownAnswers) {
                {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u});
 }
 
-// cuRAND's device API, restated the slow way: curand_init(seed, subsequence, offset) sets
-// counter = (0, 0, subsequence) in 64-bit halves, key = seed, then skips `offset` 32-bit outputs;
-// curand_uniform4 returns the next four outputs, x * 2^-32 + 2^-33 each.
-struct SlowCurandPhilox {
-  uint64_t ctr_lo, ctr_hi;
-  uint32_t k0, k1;
-  uint32_t buf[4];
-  unsigned pos;  // next unused word of buf
-  SlowCurandPhilox(uint64_t seed, uint64_t subsequence, uint64_t offset)
-      : ctr_lo(0), ctr_hi(subsequence), k0(uint32_t(seed)), k1(uint32_t(seed >> 32)), pos(4) {
-    for (uint64_t i = 0; i < offset; ++i) next();
-  }
-  uint32_t next() {
-    if (pos == 4) {
-      const PhiloxBlock b = philox4x32_10(
-          PhiloxBlock{{uint32_t(ctr_lo), uint32_t(ctr_lo >> 32), uint32_t(ctr_hi), uint32_t(ctr_hi >> 32)}}, k0, k1);
-      for (int i = 0; i < 4; ++i) buf[i] = b.v[i];
-      if (++ctr_lo == 0) ++ctr_hi;
-      pos = 0;
-    }
-    return buf[pos++];
-  }
-};
-
 TEST(Philox, KeepDecisionMatchesCurandDefinition) {
-  for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0x123456789abcdefull}}) {
-    for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{13}}) {
+  const uint64_t max = ~uint64_t{0};
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0x123456789abcdefull}, max, max - 1}) {
+    for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{13},
+                                  max - 3, max - 2, max}) {
       for (uint64_t i = 0; i < 64; ++i) {
-        SlowCurandPhilox s(seed, i / 4, offset);
-        uint32_t w[4];
-        for (int j = 0; j < 4; ++j) w[j] = s.next();
-        const float u = float(w[i % 4]) * 2.3283064e-10f + 2.3283064e-10f / 2.0f;
         for (const float p : {0.1f, 0.5f, 0.9f}) {
-          EXPECT_EQ(softmax_internal::dropout_keep(seed, offset, i, p), u > p)
+          EXPECT_EQ(softmax_internal::dropout_keep(seed, offset, i, p), softmax_cpu_test::curand_keep(seed, offset, i, p))
               << "seed " << seed << " offset " << offset << " i " << i << " p " << p;
         }
       }

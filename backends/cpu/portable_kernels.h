@@ -1,0 +1,466 @@
+// The portable vector kernels, written once as templates over the arithmetic type T (float for
+// the fp32 table, double for the fp64 one): plain loops over arrays that GCC auto-vectorises
+// (fixed blocks of independent accumulators, a branch-free exp, conversions in separate simple
+// loops). The including file wraps each entry in a function cloned per x86 level with
+// target_clones; everything here is forced inline into those clones, so it is compiled once per
+// level, and lives in an anonymous namespace (each including file gets its own copy).
+//
+// Arithmetic contract: vector_kernels.h. Range handling of exp: exp_range.h.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "backends/backend.h"
+#include "backends/common/double_to_half.h"
+#include "backends/common/half_bits.h"
+#include "backends/cpu/exp_range.h"
+#include "backends/cpu/thread_scratch.h"
+#include "backends/cpu/vector_kernels.h"
+
+#define SOFTMAX_CPU_INLINE inline __attribute__((always_inline))
+
+namespace softmax_internal {
+namespace cpu {
+namespace {
+
+// The constants of exp_scaled<T> (see there).
+template <class T>
+struct Arith;
+
+template <>
+struct Arith<float> {
+  using Bits = uint32_t;
+  static constexpr int kMantissaBits = 23, kExponentBias = 127, kScaleLog2 = kExpScaleLog2;
+  static constexpr float kClamp = kExpClampF32, kUnscale = kExpUnscaleF32;
+  static constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  static constexpr float kLog2e = 1.44269504088896341f;
+  static constexpr float kLn2Hi = 0.693145751953125f;  // 15 significant bits: n * kLn2Hi exact
+  static constexpr float kLn2Lo = 1.428606820309417232e-06f;
+  // e^r on |r| <= ln2/2: 1 + r + c2 r^2 + ... + c5 r^5, coefficients fitted for minimax relative
+  // error (1.05e-7, under one fp32 ulp); the same as the Highway kernels'.
+  static SOFTMAX_CPU_INLINE float exp_reduced(float r) {
+    float p = 0.00831252709031105f * r + 0.041890114545822144f;
+    p = p * r + 0.16667114198207855f;
+    p = p * r + 0.499992311000824f;
+    p = p * r + 1.0f;
+    return p * r + 1.0f;
+  }
+};
+
+template <>
+struct Arith<double> {
+  using Bits = uint64_t;
+  static constexpr int kMantissaBits = 52, kExponentBias = 1023, kScaleLog2 = kExpScaleLog2F64;
+  static constexpr double kClamp = kExpClampF64, kUnscale = kExpUnscaleF64;
+  static constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
+  static constexpr double kLog2e = 1.4426950408889634074;
+  static constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
+  static constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  // e^r on |r| <= ln2/2 by its Taylor polynomial of degree 13 (truncation error below 5e-18).
+  static SOFTMAX_CPU_INLINE double exp_reduced(double r) {
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    return p * r + 1.0;
+  }
+};
+
+template <class T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// The clamp of exp_scaled as a value the optimiser cannot see: were it a known constant, GCC
+// would evaluate exp of the clamped arguments at compile time and turn the clamp into a branch
+// around the whole exp, and a loop with such a branch is not vectorised. Call it outside loops.
+template <class T>
+SOFTMAX_CPU_INLINE T opaque_exp_clamp() {
+  T clamp = Arith<T>::kClamp;
+  __asm__("" : "+m"(clamp));
+  return clamp;
+}
+
+// e^x * 2^kScaleLog2 for x in [-inf, 0] (exp_range.h): clamp (keeping NaN), n = round(x / ln2)
+// by the magic-number trick (which leaves n in the low mantissa bits of t), Cody-Waite reduction
+// r = x - n ln2, e^r by a polynomial, times 2^(n + kScaleLog2) built in the exponent field.
+// `clamp` is opaque_exp_clamp<T>().
+template <class T>
+SOFTMAX_CPU_INLINE T exp_scaled(T x, T clamp) {
+  using A = Arith<T>;
+  using Bits = typename A::Bits;
+  x = x < clamp ? clamp : x;  // NaN compares false and stays
+  const T t = x * A::kLog2e + A::kMagic;
+  const T n = t - A::kMagic;
+  T r = x - n * A::kLn2Hi;
+  r = r - n * A::kLn2Lo;
+  const Bits scale = (__builtin_bit_cast(Bits, t) + Bits(A::kExponentBias + A::kScaleLog2)) << A::kMantissaBits;
+  return A::exp_reduced(r) * __builtin_bit_cast(T, scale);
+}
+
+// y = e * factor for a scaled e (exp_range.h): one rounding when factor * 2^-scale is normal.
+template <class T>
+struct ScaledFactor {
+  T first, second;
+  bool two_steps;
+  explicit ScaledFactor(T factor)
+      : first(exp_factor_fits_once(factor) ? factor * Arith<T>::kUnscale : Arith<T>::kUnscale),
+        second(factor),
+        two_steps(!exp_factor_fits_once(factor)) {}
+};
+
+// ---- storage ----------------------------------------------------------------------------------
+
+inline size_t storage_size(softmax_dtype t) {
+  return t == SOFTMAX_DTYPE_F64 ? 8 : t == SOFTMAX_DTYPE_F32 ? 4 : 2;
+}
+
+template <class T>
+constexpr softmax_dtype kDtypeOf = std::is_same<T, float>::value ? SOFTMAX_DTYPE_F32 : SOFTMAX_DTYPE_F64;
+
+// Whether p can be used as a T* in place (the caller's pointer need not be element aligned).
+template <class T>
+SOFTMAX_CPU_INLINE bool usable_as(const void* p, softmax_dtype t) {
+  return t == kDtypeOf<T> && reinterpret_cast<uintptr_t>(p) % sizeof(T) == 0;
+}
+
+template <class From>
+SOFTMAX_CPU_INLINE From read_raw(const unsigned char* p, size_t i) {
+  From v;
+  std::memcpy(&v, p + i * sizeof(From), sizeof(From));
+  return v;
+}
+
+// n elements of x (type t) as T in `out`.
+template <class T>
+SOFTMAX_CPU_INLINE void convert_in(const void* x, softmax_dtype t, size_t n, T* __restrict out) {
+  const unsigned char* p = static_cast<const unsigned char*>(x);
+  switch (t) {
+    case SOFTMAX_DTYPE_F32:
+      for (size_t i = 0; i < n; ++i) out[i] = T(read_raw<float>(p, i));
+      break;
+    case SOFTMAX_DTYPE_F64:
+      for (size_t i = 0; i < n; ++i) out[i] = T(read_raw<double>(p, i));
+      break;
+    case SOFTMAX_DTYPE_F16:
+      for (size_t i = 0; i < n; ++i) out[i] = T(f16_to_float(read_raw<uint16_t>(p, i)));
+      break;
+    default:
+      for (size_t i = 0; i < n; ++i) out[i] = T(bf16_to_float(read_raw<uint16_t>(p, i)));
+      break;
+  }
+}
+
+// x as a T array: the caller's pointer when it already is one, else converted into the thread's
+// Input buffer.
+template <class T>
+SOFTMAX_CPU_INLINE const T* as_arith(const void* x, softmax_dtype t, size_t n) {
+  if (usable_as<T>(x, t)) return static_cast<const T*>(x);
+  T* buf = static_cast<T*>(thread_scratch(ScratchSlot::Input, n * sizeof(T)));
+  convert_in<T>(x, t, n, buf);
+  return buf;
+}
+
+// One T value in storage type t, rounded once.
+template <class T>
+SOFTMAX_CPU_INLINE uint16_t to_half_bits(T v, softmax_dtype t) {
+  if (std::is_same<T, double>::value)
+    return t == SOFTMAX_DTYPE_F16 ? double_to_f16(double(v)) : double_to_bf16(double(v));
+  return t == SOFTMAX_DTYPE_F16 ? float_to_f16(float(v)) : float_to_bf16(float(v));
+}
+
+// n finished T values to y in its storage type t.
+template <class T>
+SOFTMAX_CPU_INLINE void convert_out(const T* __restrict src, void* dst, softmax_dtype t, size_t n) {
+  unsigned char* p = static_cast<unsigned char*>(dst);
+  switch (t) {
+    case SOFTMAX_DTYPE_F32:
+      for (size_t i = 0; i < n; ++i) {
+        const float v = float(src[i]);
+        std::memcpy(p + 4 * i, &v, 4);
+      }
+      break;
+    case SOFTMAX_DTYPE_F64:
+      for (size_t i = 0; i < n; ++i) {
+        const double v = double(src[i]);
+        std::memcpy(p + 8 * i, &v, 8);
+      }
+      break;
+    case SOFTMAX_DTYPE_F16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = to_half_bits(src[i], SOFTMAX_DTYPE_F16);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      break;
+    default:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = to_half_bits(src[i], SOFTMAX_DTYPE_BF16);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      break;
+  }
+}
+
+// Where finished T values go: y itself when it is a T array, else the thread's Output buffer
+// (then written out by finish_out).
+template <class T>
+SOFTMAX_CPU_INLINE T* out_buffer(void* y, softmax_dtype t, size_t n) {
+  if (usable_as<T>(y, t)) return static_cast<T*>(y);
+  return static_cast<T*>(thread_scratch(ScratchSlot::Output, n * sizeof(T)));
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_out(const T* out, void* y, softmax_dtype t, size_t n) {
+  if (static_cast<const void*>(out) != y) convert_out<T>(out, y, t, n);
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+// Independent accumulators per reduction: two AVX-512 vectors (four AVX2 ones) of T, enough to
+// hide the add latency, and a fixed tree so that sums depend only on the data and n.
+template <class T>
+constexpr size_t kLanes = 128 / sizeof(T);
+
+template <class T>
+SOFTMAX_CPU_INLINE T tree_sum(const T* a) {
+  T t[kLanes<T>];
+  for (size_t j = 0; j < kLanes<T>; ++j) t[j] = a[j];
+  for (size_t w = kLanes<T> / 2; w >= 1; w /= 2)
+    for (size_t j = 0; j < w; ++j) t[j] += t[j + w];
+  return t[0];
+}
+
+// Max of n values. NaN may or may not show in the result: the exp pass catches it.
+template <class T>
+SOFTMAX_CPU_INLINE T row_max(const T* x, size_t n) {
+  T m[kLanes<T>];
+  for (size_t j = 0; j < kLanes<T>; ++j) m[j] = kNegInf<T>;
+  size_t i = 0;
+  for (; i + kLanes<T> <= n; i += kLanes<T>)
+    for (size_t j = 0; j < kLanes<T>; ++j) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+  for (size_t j = 0; i + j < n; ++j) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+  T mx = kNegInf<T>;
+  for (size_t j = 0; j < kLanes<T>; ++j) mx = m[j] > mx ? m[j] : mx;
+  return mx;
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE bool any_nan(const T* x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return true;
+  return false;
+}
+
+// Sum of the scaled e_i = exp_scaled(x_i - shift), optionally storing them in e (which may be x).
+template <class T, bool kStore>
+SOFTMAX_CPU_INLINE T exp_sum(const T* x, size_t n, T shift, T* e) {
+  const T clamp = opaque_exp_clamp<T>();
+  T a[kLanes<T>];
+  for (size_t j = 0; j < kLanes<T>; ++j) a[j] = T(0);
+  size_t i = 0;
+  for (; i + kLanes<T> <= n; i += kLanes<T>) {
+    for (size_t j = 0; j < kLanes<T>; ++j) {
+      const T v = exp_scaled(x[i + j] - shift, clamp);
+      if (kStore) e[i + j] = v;
+      a[j] += v;
+    }
+  }
+  for (size_t j = 0; i + j < n; ++j) {
+    const T v = exp_scaled(x[i + j] - shift, clamp);
+    if (kStore) e[i + j] = v;
+    a[j] += v;
+  }
+  return tree_sum(a);
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void scale_in_place(T* v, size_t n, const ScaledFactor<T>& f) {
+  if (f.two_steps) {
+    for (size_t i = 0; i < n; ++i) v[i] = v[i] * f.first * f.second;
+  } else {
+    for (size_t i = 0; i < n; ++i) v[i] = v[i] * f.first;
+  }
+}
+
+// Softmax (or log-softmax) of one row of n <= kChunkElems values into out (which may be x).
+// NaN, +inf or all -inf make the sum NaN (exp propagates NaN), hence the whole row NaN.
+template <class T>
+SOFTMAX_CPU_INLINE void row_softmax(const T* x, T* out, size_t n, bool log_softmax) {
+  const T max = row_max(x, n);
+  if (log_softmax) {
+    const T s = exp_sum<T, false>(x, n, max, nullptr);
+    const T ls = T(std::log(double(s * Arith<T>::kUnscale)));
+    for (size_t i = 0; i < n; ++i) out[i] = (x[i] - max) - ls;
+  } else {
+    const T s = exp_sum<T, true>(x, n, max, out);
+    // 1 / s is the row's factor times 2^-scale, normal for every s (at most n * 2^scale).
+    const T f = T(1) / s;
+    for (size_t i = 0; i < n; ++i) out[i] *= f;
+  }
+}
+
+// ---- the table entries ------------------------------------------------------------------------
+
+constexpr int64_t kTileElems = 8192;
+
+template <class T>
+SOFTMAX_CPU_INLINE void short_rows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
+                                   bool log_softmax) {
+  const size_t xs = storage_size(dtype.x), ys = storage_size(dtype.y);
+  const unsigned char* xb = static_cast<const unsigned char*>(x);
+  unsigned char* yb = static_cast<unsigned char*>(y);
+  if (usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y)) {
+    // Rows finished straight in y; in place is fine (each element is read before its position
+    // is written, and the max pass reads the whole row first).
+    for (int64_t r = 0; r < rows; ++r)
+      row_softmax<T>(static_cast<const T*>(x) + r * cols, static_cast<T*>(y) + r * cols, size_t(cols),
+                     log_softmax);
+    return;
+  }
+  // A tile of rows finished in the Output buffer, then converted to y in one sweep (all its rows
+  // read before any is written: in place with equal element sizes is fine too).
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  T* tile = static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(tile_rows * cols) * sizeof(T)));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    for (int64_t r = 0; r < nr; ++r) {
+      const T* xr = as_arith<T>(xb + size_t((r0 + r) * cols) * xs, dtype.x, size_t(cols));
+      row_softmax<T>(xr, tile + r * cols, size_t(cols), log_softmax);
+    }
+    convert_out<T>(tile, yb + size_t(r0 * cols) * ys, dtype.y, size_t(nr * cols));
+  }
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE ChunkPartial chunk_partial(const void* x, Dtypes dtype, int64_t n, void* exp_out) {
+  const T* xc = as_arith<T>(x, dtype.x, size_t(n));
+  T* e = static_cast<T*>(exp_out);
+  const T max = row_max(xc, size_t(n));
+  if (max == kNegInf<T>) {
+    // All -inf (or -inf and NaN): contributes nothing to a finite row, but a NaN must still
+    // poison the row, and exp(x - max) would be NaN for the -inf elements, so look directly.
+    if (e != nullptr) std::fill(e, e + n, T(0));
+    return ChunkPartial{double(max), 0.0, any_nan(xc, size_t(n))};
+  }
+  const T s = e != nullptr ? exp_sum<T, true>(xc, size_t(n), max, e) : exp_sum<T, false>(xc, size_t(n), max, nullptr);
+  // A NaN sum means a NaN or a +inf in the chunk: either way the row is NaN.
+  return ChunkPartial{double(max), double(s * Arith<T>::kUnscale), std::isnan(s)};
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_recompute(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f) {
+  const T* xc = as_arith<T>(x, dtype.x, size_t(n));
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  const T shift = T(f.shift);
+  const ScaledFactor<T> sf(T(f.factor));
+  const T clamp = opaque_exp_clamp<T>();
+  for (int64_t i = 0; i < n; ++i) out[i] = exp_scaled(xc[i] - shift, clamp);
+  scale_in_place(out, size_t(n), sf);
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor) {
+  const T* ec = static_cast<const T*>(e);
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  const ScaledFactor<T> sf(static_cast<T>(factor));
+  if (sf.two_steps) {
+    for (int64_t i = 0; i < n; ++i) out[i] = ec[i] * sf.first * sf.second;
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = ec[i] * sf.first;
+  }
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_log(const void* x, void* y, Dtypes dtype, int64_t n, double max, double log_sum) {
+  const T* xc = as_arith<T>(x, dtype.x, size_t(n));
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  const T m = T(max), ls = T(log_sum);
+  for (int64_t i = 0; i < n; ++i) out[i] = (xc[i] - m) - ls;
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_dropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f,
+                                       const uint8_t* keep) {
+  const T* xc = as_arith<T>(x, dtype.x, size_t(n));
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  const T shift = T(f.shift);
+  const ScaledFactor<T> sf(T(f.factor));
+  const T clamp = opaque_exp_clamp<T>();
+  for (int64_t i = 0; i < n; ++i) out[i] = exp_scaled(xc[i] - shift, clamp);
+  scale_in_place(out, size_t(n), sf);
+  for (int64_t i = 0; i < n; ++i) out[i] = keep[i] ? out[i] : T(0);
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+// dst = keep ? e * f : 0 for n scaled e values (dst may be e).
+template <class T>
+SOFTMAX_CPU_INLINE void apply_keep(const T* e, const uint8_t* keep, size_t n, const ScaledFactor<T>& f, T* dst) {
+  if (f.two_steps) {
+    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first * f.second : T(0);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first : T(0);
+  }
+}
+
+template <class T>
+SOFTMAX_CPU_INLINE void finish_dropout_stored(const void* e, void* y, Dtypes dtype, int64_t n, double factor,
+                                              const uint8_t* keep) {
+  T* out = out_buffer<T>(y, dtype.y, size_t(n));
+  apply_keep(static_cast<const T*>(e), keep, size_t(n), ScaledFactor<T>(static_cast<T>(factor)), out);
+  finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+// Keep bytes of flat elements first .. first+n-1 under a word threshold (dropout_keep_bytes.h).
+using KeepBytesFn = void (*)(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first, int64_t n,
+                             uint8_t* keep);
+
+// Dropout of whole rows (cols <= kChunkElems): per tile of rows, the keep bytes in one go, then per
+// row max, exp + store + sum, and y = keep ? e * scale / sum : 0 (factor formed as chunk_finish
+// forms it for one chunk).
+template <class T>
+SOFTMAX_CPU_INLINE void short_rows_dropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
+                                           uint64_t first, const DropoutRule& rule, uint8_t* mask,
+                                           KeepBytesFn keep_bytes) {
+  const size_t xs = storage_size(dtype.x), ys = storage_size(dtype.y);
+  const unsigned char* xb = static_cast<const unsigned char*>(x);
+  unsigned char* yb = static_cast<unsigned char*>(y);
+  const bool direct = usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y);
+  const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
+  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(tile_rows * cols)));
+  T* tile = direct ? nullptr
+                   : static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(tile_rows * cols) * sizeof(T)));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    keep_bytes(rule.seed, rule.offset, rule.threshold, first + uint64_t(r0 * cols), nr * cols, keep);
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep, size_t(nr * cols));
+    for (int64_t r = 0; r < nr; ++r) {
+      const T* xr = direct ? static_cast<const T*>(x) + (r0 + r) * cols
+                           : as_arith<T>(xb + size_t((r0 + r) * cols) * xs, dtype.x, size_t(cols));
+      T* out = direct ? static_cast<T*>(y) + (r0 + r) * cols : tile + r * cols;
+      const T max = row_max(xr, size_t(cols));
+      const T s = exp_sum<T, true>(xr, size_t(cols), max, out);
+      const double sum = double(s * Arith<T>::kUnscale);
+      apply_keep(out, keep + r * cols, size_t(cols), ScaledFactor<T>(static_cast<T>(1.0 / sum * rule.scale)), out);
+    }
+    if (!direct) convert_out<T>(tile, yb + size_t(r0 * cols) * ys, dtype.y, size_t(nr * cols));
+  }
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace softmax_internal
