@@ -40,13 +40,6 @@ namespace {
 // The CPU can always run: OpenMP falls back to one thread if it cannot start more.
 bool cpu_available(std::string* /*why*/) { return true; }
 
-// TEMPORARY (replaced by the CPU implementations before this lands): operations the CPU backend
-// does not run yet.
-template <class... Args>
-Outcome not_yet(const Args&...) {
-  return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "not implemented yet on the CPU backend");
-}
-
 }  // namespace
 }  // namespace cpu
 
