@@ -40,6 +40,9 @@ struct Result {
   std::string message;        // softmax_last_error() after a failure, or what went wrong here
   Buffer y{SOFTMAX_DTYPE_F32, 0};
   std::vector<uint8_t> mask;  // empty unless the call asked for one
+  // The CUDA backend refused the call, as it must, because SOFTMAX_CUDA_STRATEGY forces a
+  // strategy that cannot hold the row: nothing to compare.
+  bool refused_by_forced_strategy = false;
 };
 
 class Runner {

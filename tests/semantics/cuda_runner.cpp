@@ -3,6 +3,11 @@
 // synchronisation and copies back. Built only when the CUDA backend is.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string>
+
+#include "backends/cuda/launch_plan.h"
+
 #include <cstring>
 
 #include "backend_runner.h"
@@ -10,6 +15,26 @@
 namespace softmax_semantics {
 
 namespace {
+
+// Whether SOFTMAX_CUDA_STRATEGY forces a strategy that cannot hold this call's rows (which the
+// library must then refuse by name): the strategy's capacity from launch_plan.h, in chunks of
+// x's layout; 16-bit dropout holds half the chunks per thread.
+bool forced_refusal_expected(const Call& c) {
+  const char* v = std::getenv("SOFTMAX_CUDA_STRATEGY");
+  if (v == nullptr || *v == '\0') return false;
+  using softmax_internal::Strategy;
+  for (Strategy s : {Strategy::Segment, Strategy::Block, Strategy::Cluster, Strategy::Split}) {
+    if (std::string(v) != softmax_internal::strategy_name(s)) continue;
+    const bool generic = c.x->dtype == SOFTMAX_DTYPE_F64 || c.y_dtype == SOFTMAX_DTYPE_F64;
+    const int es = generic ? 8 : int(softmax_test::element_size(c.x->dtype));
+    const int chunk_elems = 16 / es;
+    const int arrays = c.dropout && es == 2 ? 2 : 1;
+    const int64_t chunks = (c.cols + chunk_elems - 1) / chunk_elems;
+    return chunks > softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays);
+  }
+  return false;
+}
+
 
 // cudaMalloc'd bytes, freed on scope exit; null when the allocation failed.
 class DeviceBytes {
@@ -79,6 +104,15 @@ class CudaRunner final : public Runner {
                          : softmax_rows(xp, yp, c.rows, c.cols, x.dtype, &o);
     if (r.status != SOFTMAX_STATUS_SUCCESS) {
       r.message = softmax_last_error();
+      if (forced_refusal_expected(c) && r.status == SOFTMAX_STATUS_INTERNAL_ERROR &&
+          r.message.find("SOFTMAX_CUDA_STRATEGY") != std::string::npos) {
+        r.refused_by_forced_strategy = true;
+      }
+      return r;
+    }
+    if (forced_refusal_expected(c)) {
+      r.status = SOFTMAX_STATUS_INTERNAL_ERROR;
+      r.message = "the forced strategy ran a row it cannot hold instead of refusing it";
       return r;
     }
     r.y = Buffer(c.y_dtype, n);

@@ -68,6 +68,7 @@ inline std::string describe(const Call& c, const Runner& runner, uint64_t seed) 
 // Every element of the call's output against float64 (and the mask against the keep rule).
 inline ::testing::AssertionResult matches_float64(const Call& c, const Result& r, const Runner& runner,
                                            const std::vector<const RowKind*>& kinds, uint64_t seed) {
+  if (r.refused_by_forced_strategy) return ::testing::AssertionSuccess();
   if (r.status != SOFTMAX_STATUS_SUCCESS) {
     return ::testing::AssertionFailure() << describe(c, runner, seed) << ": " << softmax_status_string(r.status)
                                          << ": " << r.message;
