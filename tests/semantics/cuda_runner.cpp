@@ -4,13 +4,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
-#include "backends/cuda/launch_plan.h"
-
-#include <cstring>
-
 #include "backend_runner.h"
+#include "backends/cuda/launch_plan.h"
 
 namespace softmax_semantics {
 
@@ -34,7 +32,6 @@ bool forced_refusal_expected(const Call& c) {
   }
   return false;
 }
-
 
 // cudaMalloc'd bytes, freed on scope exit; null when the allocation failed.
 class DeviceBytes {
