@@ -42,7 +42,7 @@ RowError row_error(const float* x, const RowStats& stats, const float* y, const 
 
 // The bound a variant's max_err is held to. `float_sum` marks the reference variants that sum in
 // plain float in one sequence (textbook loop, the seed's kernels, oneDNN): on long rows their
-// error grows with the row (DESIGN.md measures 5% at 64M), so they get a bound that only
+// error grows with the row (a float sum is 5% off at 64M elements), so they get a bound that only
 // catches real bugs; their measured error is printed either way.
 double tolerance_for(softmax_dtype dtype, bool float_sum);
 

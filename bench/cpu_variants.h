@@ -15,7 +15,7 @@ void parallel_copy(const void* src, void* dst, size_t bytes, int threads);
 
 // The seed article's CPU softmax, row by row: max loop, exp loop that stores exp into y and sums
 // in one float, divide loop. Rows are spread over the threads; a single row runs on one thread,
-// as in the article. Compiled with -O3 and no -ffast-math, as DESIGN.md's anchor.
+// as in the article. Compiled with -O3 and no -ffast-math, as the CPU anchor.
 void textbook_3pass_rows(const float* x, float* y, int64_t rows, int64_t cols, int threads);
 
 // Fills n elements of `dtype` with bench::input_value(seed, i), in parallel.

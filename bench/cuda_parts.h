@@ -16,11 +16,11 @@ struct GpuInfo {
   size_t l2_bytes = 0;
 };
 
-// Issues 3 and 4: the shape table (copy, library, log, CUB, Thrust, library dropout).
+// The shape table (copy, library, log, CUB, Thrust, library dropout).
 void run_gpu_rows_table(const Options& o, Report* report, const GpuInfo& gpu, cudaStream_t stream);
-// Issue 3: the seed article's ladder on one vector of 2^20 fp32, and the library on it.
+// The seed article's ladder on one vector of 2^20 fp32, and the library on it.
 void run_seed_ladder(const Options& o, Report* report, const GpuInfo& gpu, cudaStream_t stream);
-// Issue 4 item 3: softmax then dropout / fused with cuRAND-host uniforms / the library's fused.
+// The dropout ladder: softmax then dropout / fused with cuRAND-host uniforms / the library's fused.
 void run_dropout_ladder(const Options& o, Report* report, const GpuInfo& gpu, cudaStream_t stream);
 
 }  // namespace bench

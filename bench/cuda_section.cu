@@ -1,4 +1,4 @@
-// GPU section (issues 3 and 4): 1 GiB of input per shape, copy of the same bytes measured in the
+// GPU section: 1 GiB of input per shape, copy of the same bytes measured in the
 // same run, the library next to CUB, Thrust and the published H200 anchors.
 #include <cuda_runtime.h>
 
@@ -22,7 +22,7 @@ const std::vector<Shape> kBf16Shapes = {{8388608, 32}, {262144, 1024}, {65536, 4
 const std::vector<Shape> kQuickShapes = {{4096, 1024}, {1000, 33}, {64, 65536}, {1, 1000003}};
 // Thrust is a slow reference: a few shapes spanning short, medium, long rows and one row.
 const std::vector<Shape> kThrustShapes = {{2097152, 128}, {262144, 1024}, {8192, 32768}, {1, 268435456}};
-// DESIGN.md's dropout shapes (issue 4's speed goals).
+// The dropout shapes.
 const std::vector<Shape> kDropoutShapes = {{2097152, 128}, {262144, 1024}, {65536, 4096}, {8192, 32768}};
 
 constexpr float kDropoutP = 0.1f;

@@ -1,4 +1,4 @@
-// The dropout ladder of issue 4 (after seed 001), fp32 at 1024 columns and DESIGN.md's dropout
+// The dropout ladder (after the second seed article), fp32 at 1024 columns and the dropout
 // shapes, all timed in one run:
 //   (a) a softmax kernel, then a separate dropout kernel (in-kernel Philox via cuRAND's device
 //       API): y is written, read back and written again;

@@ -1,6 +1,6 @@
 // Philox4x32-10 and the dropout keep decision, shared bit for bit by the CPU and CUDA backends.
 //
-// The keep decision for flat element i is defined (DESIGN.md) through cuRAND's device API:
+// The keep decision for flat element i is defined (docs/DESIGN.md) through cuRAND's device API:
 //   curand_init(seed, i / 4, offset, &s);  u = component (i % 4) of curand_uniform4(&s);
 //   keep = u > p
 // curand_init puts the key at (lo32(seed), hi32(seed)), adds the subsequence i/4 to the upper 64
