@@ -44,11 +44,13 @@ struct ChunkedSoftmax<float> {
   using Norm = RowNormaliser;
   // A chunk's statistics; with e_out, also its exp(x - chunk max).
   static Part partial(const InArray& x, size_t first, int64_t n, float* e_out) {
-    return vector_kernels().chunk_partial(x.at(first), x.type, n, e_out);
+    return vector_kernels().chunk_partial(x.at(first), Dtypes{x.type, x.type}, n, e_out);
   }
   static Norm merge(const Part* parts, int64_t count) { return merge_chunk_partials(parts, count); }
   // s = e * factor for the chunk.
-  static float factor(const Part& part, const Norm& norm) { return chunk_finish(part, norm, 1.0).factor; }
+  static float factor(const Part& part, const Norm& norm) {
+    return static_cast<float>(chunk_finish(part, norm, 1.0, false).factor);
+  }
 };
 
 template <>

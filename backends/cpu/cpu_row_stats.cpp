@@ -70,14 +70,14 @@ Outcome softmax_row_stats(const RowStatsProblem& p, const ExecContext& ctx) {
   if (whole_rows_per_thread(g, threads)) {
     const bool ok = for_rows(g, threads, [&](int64_t r) {
       ChunkPartial* parts = grad_scratch_of<ChunkPartial>(GradSlot::A, size_t(chunks));
-      for (int64_t c = 0; c < chunks; ++c) parts[c] = k.chunk_partial(x.at(g.flat(r, c)), x.type, g.len(c), nullptr);
+      for (int64_t c = 0; c < chunks; ++c) parts[c] = k.chunk_partial(x.at(g.flat(r, c)), Dtypes{x.type, x.type}, g.len(c), nullptr);
       finish_row(x, g, r, parts, p.row_max, p.row_sumexp);
     });
     return ok ? Outcome::ok() : out_of_memory();
   }
   std::vector<ChunkPartial> parts(size_t(g.rows * chunks));
   const bool ok = for_chunk_items(g, threads, false, [&](int64_t r, int64_t c) {
-    parts[size_t(r * chunks + c)] = k.chunk_partial(x.at(g.flat(r, c)), x.type, g.len(c), nullptr);
+    parts[size_t(r * chunks + c)] = k.chunk_partial(x.at(g.flat(r, c)), Dtypes{x.type, x.type}, g.len(c), nullptr);
   });
   if (!ok) return out_of_memory();
   for (int64_t r = 0; r < g.rows; ++r) finish_row(x, g, r, &parts[size_t(r * chunks)], p.row_max, p.row_sumexp);
