@@ -2,6 +2,7 @@
 // each run on the device that owns the pointers (the caller's current device is restored).
 // Nothing here synchronises with the host; every runtime error is cleared before returning so
 // that it never reaches the next, unrelated user of the CUDA runtime.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <initializer_list>
@@ -259,6 +260,30 @@ Outcome cuda_rows_backward_from_stats(const RowsBackwardFromStatsProblem& p, con
   });
 }
 
+// Whether p comes from a stream-ordered allocation (cudaMallocAsync or a memory pool).
+// cudaPointerGetAttributes calls such memory unregistered until the stream has reached the
+// allocation, so a caller that allocates on its stream and calls at once (or captures both into
+// a graph) would be refused; the driver's pool handle says where it lives. The driver entry point
+// is looked up through the runtime, so libsoftmax still needs no libcuda at load time.
+bool from_memory_pool(const void* p) {
+  using GetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+  static const GetAttribute get = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return GetAttribute{nullptr};
+    }
+    return reinterpret_cast<GetAttribute>(fn);
+  }();
+  if (get == nullptr) return false;
+  void* pool = nullptr;
+  return get(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS &&
+         pool != nullptr;
+}
+
 }  // namespace
 
 const Backend& cuda_backend() {
@@ -282,6 +307,7 @@ MemorySpace cuda_memory_space(const void* p) {
     (void)cudaGetLastError();  // e.g. older drivers reject unregistered host pointers
     return MemorySpace::Host;
   }
+  if (attr.type == cudaMemoryTypeUnregistered && from_memory_pool(p)) return MemorySpace::Device;
   switch (attr.type) {
     case cudaMemoryTypeDevice: return MemorySpace::Device;
     case cudaMemoryTypeManaged: return MemorySpace::Managed;
