@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/cuda_outcome.h"
@@ -34,6 +35,18 @@ constexpr int64_t kSegmentWaves = 8;
 constexpr int64_t kMaxBlockGroups = int64_t{1} << 20;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Tiles per split part at least (SOFTMAX_CUDA_SPLIT_MIN_TILES, read once, for tuning; 4 by
+// default: on the H200 one tile per part ran 256 x 1M f32 at 1.43 TB/s, eight at 1.84 TB/s, but
+// left a single 2^20 row on 32 blocks).
+inline int64_t split_min_tiles() {
+  static const int64_t v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_SPLIT_MIN_TILES");
+    const long n = s != nullptr ? std::atol(s) : 0;
+    return n >= 1 && n <= 1024 ? int64_t(n) : int64_t{4};
+  }();
+  return v;
+}
 
 }  // namespace launch_detail
 
@@ -92,13 +105,12 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
                                   dev.sm_count, &resident);
       !o.good())
     return o;
-  // Parts of at least kSplitMinTiles tiles: a block that reads one tile and leaves spends more
-  // on starting, reducing and merging than on its 16 KB. A single long row still gets every
-  // resident block.
-  constexpr int64_t kSplitMinTiles = 8;
+  // Parts of at least split_min_tiles() tiles: a block that reads one tile and leaves spends
+  // more on starting, reducing and merging than on its 16 KB, while fewer parts leave SMs idle
+  // on few rows. A row of 2^28 elements still gets every resident block.
   const int64_t chunks = ceil_div(cols, chunk_elems);
   const int64_t tiles = ceil_div(chunks, tile_chunks);
-  int64_t parts = std::clamp<int64_t>(std::min<int64_t>(resident, ceil_div(tiles, kSplitMinTiles)), 1, tiles);
+  int64_t parts = std::clamp<int64_t>(std::min<int64_t>(resident, ceil_div(tiles, split_min_tiles())), 1, tiles);
   const int64_t part_chunks = ceil_div(tiles, parts) * tile_chunks;
   parts = ceil_div(chunks, part_chunks);
   const int64_t row_bytes = cols * bytes_per_col;
