@@ -39,7 +39,7 @@ run() {  # name args...
   PYTHONUNBUFFERED=1 python3 bench/tools/gpu_sweep.py --lib "$LIB" --reps "$REPS" --json "$OUT/$name.json" "$@" \
     2>&1 | tee "$OUT/$name.log"
 }
-run table --torch --cases "$ROWS_F32,$ROWS_16,$DROPOUT,$BACKWARD,$MIXED,$LOG" \
-  --latency 32768,65536,131072,262144,1048576
+run table --torch --cases "$ROWS_F32,$ROWS_16,$DROPOUT,$BACKWARD,$MIXED,$LOG"
+run latency --latency 32768,65536,131072,262144,1048576
 # torch.compile recompiles per shape (seconds each): a subset.
 run compile --torch --compile --cases "$(spec rows f32 4 1024 4096 32768 262144),$(spec rows bf16 4 1024 4096 16384),$(spec dropout f32 4 1024 4096),$(spec mixed bf16 4 4096)"

@@ -202,7 +202,10 @@ inline bool value_matches(softmax_dtype t, double got, double want, bool log_sof
                      std::fabs(want) * exp_argument * (fp64 ? 0x1p-53 : 0x1p-24);
   // For softmax the tolerance is a relative part plus the floor.
   const double half = half_smallest_subnormal(t), relative_part = tol - tolerance_floor(t);
-  const bool must_be_zero = want == 0.0 || (!log_softmax && want > 0.0 && want + relative_part < half);
+  // (log-softmax has no such rule: its exact zeros, log(1), are values like any other; f64 keeps
+  // a zero's floor too, as exp at the bottom of double's range may land on either side of 0.)
+  const bool must_be_zero =
+      !log_softmax && ((want == 0.0 && t != SOFTMAX_DTYPE_F64) || (want > 0.0 && want + relative_part < half));
   if (must_be_zero) return got == 0.0 && !std::signbit(got);
   return std::fabs(got - want) <= tol;
 }

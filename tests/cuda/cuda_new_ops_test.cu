@@ -38,6 +38,12 @@ struct Dev {
   }
 };
 
+// The element size of the layout the kernels hold: the primary array's, or the generic kernels'
+// 8-byte chunks whenever f64 is involved.
+size_t layout_bytes(softmax_dtype primary, softmax_dtype other) {
+  return primary == SOFTMAX_DTYPE_F64 || other == SOFTMAX_DTYPE_F64 ? 8 : element_size(primary);
+}
+
 softmax_options typed_options(softmax_dtype y_dtype, uint32_t flags = 0) {
   softmax_options o = cuda_options(nullptr, flags | SOFTMAX_FLAG_Y_DTYPE);
   o.y_dtype = y_dtype;
@@ -79,7 +85,7 @@ void run_backward(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t cols, 
   void* dx = in_place ? dyv.p : dxv.p;
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_RUNS_OR_REFUSED(softmax_rows_backward(yv.p, dyv.p, dx, int64_t(rows), int64_t(cols), xt, &o),
-                         int64_t(cols), element_size(yt), 2);
+                         int64_t(cols), layout_bytes(yt, xt), 2);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer got = (in_place ? dyv : dxv).host(xt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
@@ -148,7 +154,7 @@ void run_dropout_backward(softmax_dtype xt, softmax_dtype yt, size_t rows, size_
   const softmax_options o = typed_options(yt);
   ASSERT_RUNS_OR_REFUSED(softmax_dropout_backward(xv.p, dyv.p, dxv.p, int64_t(rows), int64_t(cols), xt, p, dseed,
                                                   offset, &o),
-                         int64_t(cols), element_size(xt), 2);
+                         int64_t(cols), layout_bytes(xt, yt), 2);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer got = dxv.host(xt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
@@ -327,7 +333,7 @@ void run_forward_typed(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t c
   Dev xv(x, offset), yv(yt, n, offset);
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_RUNS_OR_REFUSED(softmax_rows(xv.p, yv.p, int64_t(rows), int64_t(cols), xt, &o), int64_t(cols),
-                         element_size(xt), 1);
+                         layout_bytes(xt, yt), 1);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer y = yv.host(yt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
