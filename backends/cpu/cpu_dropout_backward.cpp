@@ -2,7 +2,7 @@
 //   s = softmax(x)                      recomputed,
 //   keep                                regenerated from (seed, offset, flat index) with the
 //                                       forward's rule and kernel (keep_bytes),
-//   g = keep ? dy * scale : 0           scale = dropout_scale(p), the forward's own factor,
+//   g = keep ? dy * scale : 0           scale = 1 / (1 - p), the forward's own factor,
 //   dx = s * (g - sum(s * g)).
 // In fp32 arithmetic s comes from the forward's chunk kernels (chunk_partial's exp values times
 // the merged factor of chunk_finish), i.e. it is the forward's fp32 softmax bit for bit, before
@@ -47,9 +47,17 @@ struct ChunkedSoftmax<float> {
     return vector_kernels().chunk_partial(x.at(first), Dtypes{x.type, x.type}, n, e_out);
   }
   static Norm merge(const Part* parts, int64_t count) { return merge_chunk_partials(parts, count); }
-  // s = e * factor for the chunk.
-  static float factor(const Part& part, const Norm& norm) {
-    return static_cast<float>(chunk_finish(part, norm, 1.0, false).factor);
+  // s of the chunk, from its stored exp values e (scaled: exp_range.h) by the forward's own
+  // finish kernels, so s is the forward's fp32 softmax bit for bit. A chunk far below the row's
+  // max is finished from x with the row's max as shift (chunk_finish), as the forward does.
+  static void probs(const InArray& x, size_t first, int64_t n, const Part& part, const Norm& norm, float* e_to_s) {
+    const VectorKernels& k = vector_kernels();
+    const ChunkFinish f = chunk_finish(part, norm, 1.0, false);
+    if (f.shift == part.max) {
+      k.finish_stored(e_to_s, e_to_s, Dtypes{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, n, f.factor, false);
+    } else {
+      k.finish_recompute(x.at(first), e_to_s, Dtypes{x.type, SOFTMAX_DTYPE_F32}, n, f, false);
+    }
   }
 };
 
@@ -76,10 +84,17 @@ struct ChunkedSoftmax<double> {
       if (parts[c].sum != 0.0) r.sum += parts[c].sum * std::exp(parts[c].max - r.max);
     return r;
   }
-  static double factor(const Part& part, const Norm& norm) {
-    if (norm.nan_row) return std::numeric_limits<double>::quiet_NaN();
-    if (part.max == -std::numeric_limits<double>::infinity()) return 0.0;
-    return std::exp(part.max - norm.max) / norm.sum;
+  // s = e * exp(m_c - M) / S for the chunk (e unscaled in double).
+  static void probs(const InArray&, size_t, int64_t n, const Part& part, const Norm& norm, double* e_to_s) {
+    double factor;
+    if (norm.nan_row) {
+      factor = std::numeric_limits<double>::quiet_NaN();
+    } else if (part.max == -std::numeric_limits<double>::infinity()) {
+      factor = 0.0;
+    } else {
+      factor = std::exp(part.max - norm.max) / norm.sum;
+    }
+    scale_by(e_to_s, n, factor);
   }
 };
 
@@ -108,7 +123,7 @@ struct DropoutGrad {
                     uint8_t* keep) const {
     const size_t first = grid.flat(r, c);
     const int64_t n = grid.len(c);
-    scale_by(probs, n, static_cast<T>(Softmax::factor(part, norm)));
+    Softmax::probs(x, first, n, part, norm, probs);
     keep_bytes(first, n, keep);
     dropout_grad(read_as<T>(dy, first, n, GradSlot::B), keep, scale, n, grads);
     return grad_dot(probs, grads, n, false);
@@ -217,13 +232,15 @@ Outcome softmax_dropout_backward(const DropoutBackwardProblem& p, const DropoutP
   const OutArray dx{p.dx, p.dtype.x,
                     stream_results(p.dtype.x, fp64_arithmetic(p.dtype), p.dx == p.dy, size_t(p.rows) * size_t(p.cols))};
   const int threads = threads_for(ctx, g.total());
+  // The forward's scale: 1 / (1 - p) in double, rounded once to the arithmetic type.
+  const double scale = 1.0 / (1.0 - double(d.p));
   bool ok;
   if (d.p >= 1.0f) {
     ok = zero_fill(g, dx, threads);
   } else if (fp64_arithmetic(p.dtype)) {
-    ok = DropoutGrad<double>{g, x, dy, dx, d, double(dropout_scale(d.p))}.run(threads);
+    ok = DropoutGrad<double>{g, x, dy, dx, d, scale}.run(threads);
   } else {
-    ok = DropoutGrad<float>{g, x, dy, dx, d, dropout_scale(d.p)}.run(threads);
+    ok = DropoutGrad<float>{g, x, dy, dx, d, static_cast<float>(scale)}.run(threads);
   }
   if (!ok) return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory");
   return Outcome::ok();

@@ -70,6 +70,9 @@ Buffer run_backward(const Buffer& x, const Buffer& dy, Pair p, int64_t rows, int
   return dx;
 }
 
+// The inverted-dropout scale as the forward defines it: 1 / (1 - p), exact in float64.
+double forward_scale(float p) { return 1.0 / (1.0 - double(p)); }
+
 // Float64 reference: s from the stored x, g from the stored dy, the mask and the forward's scale.
 struct DropoutRef {
   std::vector<double> s, dx, bound;
@@ -79,7 +82,7 @@ DropoutRef reference_row(const Buffer& x, const Buffer& dy, int64_t r, int64_t c
                          float p) {
   DropoutRef out;
   out.s = softmax_grad_test::softmax_row(x, r, cols);
-  const double scale = double(softmax_internal::dropout_scale(p));
+  const double scale = forward_scale(p);
   std::vector<double> g(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c) {
     const size_t i = size_t(r * cols + c);
@@ -140,7 +143,7 @@ TEST(CpuDropoutBackward, ImpliedMaskIsTheForwardKeepMask) {
         for (int64_t r = 0; r < s.rows; ++r) {
           const DropoutRef ref = reference_row(x, dy, r, s.cols, mask, d.p);
           double dot = 0.0;  // sum(s * g) of the row, from the forward's mask
-          const double scale = double(softmax_internal::dropout_scale(d.p));
+          const double scale = forward_scale(d.p);
           for (int64_t c = 0; c < s.cols; ++c) {
             const size_t i = size_t(r * s.cols + c);
             dot += ref.s[size_t(c)] * (mask[i] ? dy.get(i) * scale : 0.0);
@@ -174,7 +177,7 @@ TEST(CpuDropoutBackward, MatchesFiniteDifferencesOfTheForward) {
     const Buffer dy = softmax_grad_test::uniform(f64, n, seed + 2, -1.0, 1.0);
     const Buffer v = softmax_grad_test::uniform(f64, n, seed + 3, -1.0, 1.0);
     const std::vector<uint8_t> mask = forward_mask(1, cols, d);
-    const double scale = double(softmax_internal::dropout_scale(d.p));
+    const double scale = forward_scale(d.p);
     auto loss = [&](double step) {
       Buffer xs(f64, n);
       for (size_t i = 0; i < n; ++i) xs.set(i, x.get(i) + step * v.get(i));

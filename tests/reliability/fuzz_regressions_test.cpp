@@ -240,7 +240,7 @@ TEST(FuzzRegression, OutOfRangeBackendFromCCaller) {
 
 // The same class for the two functions that take an enum and return no status.
 TEST(FuzzRegression, OutOfRangeStatusAndBackendFromCCaller) {
-  for (const int32_t v : {-1, 14, 15, 16, 99, std::numeric_limits<int32_t>::min()}) {
+  for (const int32_t v : {-1, 15, 16, 99, std::numeric_limits<int32_t>::min()}) {
     const char* s = fuzz_status_string(v);
     ASSERT_NE(s, nullptr);
     EXPECT_STREQ(s, "SOFTMAX_STATUS_UNKNOWN") << v;

@@ -93,9 +93,12 @@ class SoftmaxBackward(FreshInputs):
 class DropoutBackward(FreshInputs):
 
     def reference(self, x, dy, p, mask, axis=-1):
-        """s * (g - sum(s * g)) with g = keep ? dy / (1 - p) : 0, s = softmax(x), in float64."""
+        """s * (g - sum(s * g)) with g = keep ? dy / (1 - p) : 0, s = softmax(x), in float64.
+
+        p is the float32 the call receives."""
         s = reference(x, axis=axis)
-        g = np.where(mask == 1, np.asarray(dy, np.float64) / (1.0 - p), 0.0)
+        scale = 1.0 / (1.0 - float(np.float32(p)))
+        g = np.where(mask == 1, np.asarray(dy, np.float64) * scale, 0.0)
         return s, g, reference_backward(s, g, axis=axis)
 
     def check(self, x, dy, p, seed, offset, dx, axis=-1):
