@@ -49,7 +49,7 @@ FLOOR = {"float64": 2.0 ** -1074, "float32": 2.0 ** -149, "float16": 2.0 ** -24,
 def arithmetic(cols, fp64):
     """The library's arithmetic error for a row of cols elements: fp64 when any array is
     float64, fp32 otherwise."""
-    return (2e-15 if fp64 else 1e-6) * (1.0 + math.log2(cols + 1.0) / 8.0)
+    return (1e-14 if fp64 else 1e-6) * (1.0 + math.log2(cols + 1.0) / 8.0)
 
 
 def tolerance(dtype_name, want, log, cols, fp64=None):

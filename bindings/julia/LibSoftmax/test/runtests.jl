@@ -35,7 +35,7 @@ end
 storage(::Type{Float64}) = 2.0^-53
 storage(::Type{Float32}) = 2.0^-24
 storage(::Type{Float16}) = 2.0^-11
-arith(cols, fp64) = (fp64 ? 2e-15 : 1e-6) * (1 + log2(cols + 1) / 8)
+arith(cols, fp64) = (fp64 ? 1e-14 : 1e-6) * (1 + log2(cols + 1) / 8)
 function tolerance(::Type{T}, want, log, cols; fp64=T === Float64) where {T}
     a = arith(cols, fp64)
     floor = T === Float16 ? 2.0^-24 : 0.0

@@ -100,7 +100,7 @@ impl Kind {
 
 /// The library's arithmetic error for a row of `cols` elements: fp64 when any array is f64.
 pub fn arithmetic(cols: usize, fp64: bool) -> f64 {
-    (if fp64 { 2e-15 } else { 1e-6 }) * (1.0 + ((cols as f64) + 1.0).log2() / 8.0)
+    (if fp64 { 1e-14 } else { 1e-6 }) * (1.0 + ((cols as f64) + 1.0).log2() / 8.0)
 }
 
 /// Absolute tolerance for an output stored as `kind` whose exact value is `want`: the C++
