@@ -149,8 +149,9 @@ struct Backend {
 const Backend& cpu_backend();
 const Backend& cuda_backend();
 
-// Implemented next to the CUDA backend (or by its no-CUDA build): classifies a pointer.
+// Implemented next to the CUDA backend (or by its no-CUDA build): classifies a pointer of a
+// call on `stream` (a cudaStream_t; memory the stream's graph capture allocated is Device).
 // Without a usable driver every pointer is Host.
-MemorySpace cuda_memory_space(const void* p);
+MemorySpace cuda_memory_space(const void* p, void* stream);
 
 }  // namespace softmax_internal

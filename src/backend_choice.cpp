@@ -29,7 +29,7 @@ Outcome require_available(const Backend& b) {
 
 }  // namespace
 
-Outcome choose_backend(softmax_backend requested, std::initializer_list<NamedPointer> pointers,
+Outcome choose_backend(softmax_backend requested, void* stream, std::initializer_list<NamedPointer> pointers,
                        const Backend** chosen) {
   // With no usable CUDA driver every pointer classifies as Host, so AUTO falls back to the CPU.
   struct Classified {
@@ -39,7 +39,7 @@ Outcome choose_backend(softmax_backend requested, std::initializer_list<NamedPoi
   Classified ptrs[8];
   int n = 0;
   for (const NamedPointer& p : pointers) {
-    if (p.ptr != nullptr && n < 8) ptrs[n++] = {p.name, cuda_memory_space(p.ptr)};
+    if (p.ptr != nullptr && n < 8) ptrs[n++] = {p.name, cuda_memory_space(p.ptr, stream)};
   }
 
   if (requested == SOFTMAX_BACKEND_AUTO) {

@@ -13,8 +13,8 @@ struct NamedPointer {
   const void* ptr;  // nullptr: an optional array the call does not use
 };
 
-// On success *chosen is the backend to run.
-Outcome choose_backend(softmax_backend requested, std::initializer_list<NamedPointer> pointers,
+// On success *chosen is the backend to run. `stream`: the call's options.stream.
+Outcome choose_backend(softmax_backend requested, void* stream, std::initializer_list<NamedPointer> pointers,
                        const Backend** chosen);
 
 }  // namespace softmax_internal

@@ -91,7 +91,7 @@ extern "C" softmax_status softmax_rows(const void* x, void* y, int64_t rows, int
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"y", y}}, &backend); !o.good()) return o;
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"x", x}, {"y", y}}, &backend); !o.good()) return o;
     return backend->rows(RowsProblem{x, y, rows, cols, c.dtype, c.log()}, c.context());
   });
 }
@@ -113,7 +113,7 @@ extern "C" softmax_status softmax_dropout(const void* x, void* y, uint8_t* keep_
                                    rows, cols);
     if (!o.good()) return o;
     const Backend* backend = nullptr;
-    if (Outcome b = choose_backend(c.opts.backend, {{"x", x}, {"y", y}, {"keep_mask", keep_mask}}, &backend);
+    if (Outcome b = choose_backend(c.opts.backend, c.opts.stream, {{"x", x}, {"y", y}, {"keep_mask", keep_mask}}, &backend);
         !b.good())
       return b;
     return backend->dropout(RowsProblem{x, y, rows, cols, c.dtype, false},
@@ -137,7 +137,7 @@ extern "C" softmax_status softmax_rows_backward(const void* y, const void* dy, v
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"y", y}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
       return o;
     return backend->rows_backward(RowsBackwardProblem{y, dy, dx, rows, cols, c.dtype, c.log()}, c.context());
   });
@@ -160,7 +160,7 @@ extern "C" softmax_status softmax_dropout_backward(const void* x, const void* dy
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"x", x}, {"dy", dy}, {"dx", dx}}, &backend); !o.good())
       return o;
     return backend->dropout_backward(DropoutBackwardProblem{x, dy, dx, rows, cols, c.dtype},
                                      DropoutParams{p, seed, offset, nullptr}, c.context());
@@ -183,7 +183,7 @@ extern "C" softmax_status softmax_row_stats(const void* x, float* row_max, float
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"x", x}, {"row_max", row_max}, {"row_sumexp", row_sumexp}},
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"x", x}, {"row_max", row_max}, {"row_sumexp", row_sumexp}},
                                    &backend);
         !o.good())
       return o;
@@ -208,7 +208,7 @@ extern "C" softmax_status softmax_rows_from_stats(const void* x, void* y, const 
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend,
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream,
                                    {{"x", x}, {"y", y}, {"row_max", row_max}, {"row_sumexp", row_sumexp}}, &backend);
         !o.good())
       return o;
@@ -233,7 +233,7 @@ extern "C" softmax_status softmax_backward_row_stats(const void* y, const void* 
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"row_dot", row_dot}}, &backend);
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"y", y}, {"dy", dy}, {"row_dot", row_dot}}, &backend);
         !o.good())
       return o;
     return backend->backward_row_stats(BackwardRowStatsProblem{y, dy, row_dot, rows, cols, c.dtype, c.log()},
@@ -259,7 +259,7 @@ extern "C" softmax_status softmax_rows_backward_from_stats(const void* y, const 
         !o.good())
       return o;
     const Backend* backend = nullptr;
-    if (Outcome o = choose_backend(c.opts.backend, {{"y", y}, {"dy", dy}, {"dx", dx}, {"row_dot", row_dot}},
+    if (Outcome o = choose_backend(c.opts.backend, c.opts.stream, {{"y", y}, {"dy", dy}, {"dx", dx}, {"row_dot", row_dot}},
                                    &backend);
         !o.good())
       return o;

@@ -5,10 +5,12 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/common/philox.h"
@@ -284,6 +286,44 @@ bool from_memory_pool(const void* p) {
          pool != nullptr;
 }
 
+// Whether p lies in memory that the graph being captured on `stream` allocates (cudaMallocAsync
+// during capture adds an allocation node; the memory exists only once the graph runs, so neither
+// cudaPointerGetAttributes nor the pool handle knows it yet). The capture graph's allocation
+// nodes say exactly which ranges they reserve.
+bool allocated_by_capture(const void* p, cudaStream_t stream) {
+  // The legacy default stream is never captured, and querying it while another stream captures
+  // could end that capture.
+  if (stream == nullptr) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return false;
+  size_t count = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count == 0 || cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeMemAlloc) continue;
+    cudaMemAllocNodeParams params{};
+    if (cudaGraphMemAllocNodeGetParams(node, &params) != cudaSuccess) continue;
+    const auto first = reinterpret_cast<uintptr_t>(params.dptr);
+    if (addr >= first && addr - first < params.bytesize) return true;
+  }
+  (void)cudaGetLastError();
+  return false;
+}
+
 }  // namespace
 
 const Backend& cuda_backend() {
@@ -300,14 +340,16 @@ const Backend& cuda_backend() {
   return backend;
 }
 
-MemorySpace cuda_memory_space(const void* p) {
+MemorySpace cuda_memory_space(const void* p, void* stream) {
   if (!availability().ok) return MemorySpace::Host;
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     (void)cudaGetLastError();  // e.g. older drivers reject unregistered host pointers
     return MemorySpace::Host;
   }
-  if (attr.type == cudaMemoryTypeUnregistered && from_memory_pool(p)) return MemorySpace::Device;
+  if (attr.type == cudaMemoryTypeUnregistered &&
+      (from_memory_pool(p) || allocated_by_capture(p, static_cast<cudaStream_t>(stream))))
+    return MemorySpace::Device;
   switch (attr.type) {
     case cudaMemoryTypeDevice: return MemorySpace::Device;
     case cudaMemoryTypeManaged: return MemorySpace::Managed;

@@ -33,6 +33,6 @@ const Backend& cuda_backend() {
   return backend;
 }
 
-MemorySpace cuda_memory_space(const void*) { return MemorySpace::Host; }
+MemorySpace cuda_memory_space(const void*, void*) { return MemorySpace::Host; }
 
 }  // namespace softmax_internal
