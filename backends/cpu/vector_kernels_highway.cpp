@@ -516,11 +516,21 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
     const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
     PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
     size_t groups_done = 0;
+    // Rows of a few hundred elements or more interleave the Philox steps with their max pass;
+    // shorter rows (a step or two each) draw the tile's keep bytes in one go, which costs them
+    // less than a call per row.
+    const bool interleave = cols >= 256;
+    if (!interleave) {
+      const size_t groups = (lead + size_t(nr * cols) + 3) / 4;
+      for (; groups_done < groups; groups_done += PhiloxKeepStream<kPhase>::GroupsPerStep())
+        keep_stream.Step(keep + 4 * groups_done);
+    }
     for (int64_t r = 0; r < nr; ++r) {
       const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       const uint8_t* kr = keep + lead + size_t(r * cols);
       const size_t groups_needed = (lead + size_t((r + 1) * cols) + 3) / 4;
-      const float max = RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed);
+      const float max = interleave ? RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed)
+                                   : RowMax(xr, size_t(cols), RowPrefetchDistance(size_t(cols)));
       float* e;
       float* dst;
       if (direct || direct_stream) {
