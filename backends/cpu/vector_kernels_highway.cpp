@@ -506,7 +506,7 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
                              reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   // Keep bytes of a tile from its first whole group on, with room for the stream's last step.
-  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::GroupsPerStep();
+  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep;
   uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
   float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
