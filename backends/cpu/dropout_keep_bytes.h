@@ -20,6 +20,10 @@ int64_t dropout_word_threshold(float p);
 void dropout_keep_bytes_scalar(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first,
                                int64_t n, uint8_t* keep);
 
+// The same bytes from plain C++ that the compiler vectorises (per x86 level, target_clones).
+void dropout_keep_bytes_portable(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first,
+                                 int64_t n, uint8_t* keep);
+
 #if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
 // The same bytes, computed with Highway for many Philox groups at once (runtime dispatch).
 void dropout_keep_bytes_highway(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first,

@@ -35,7 +35,7 @@ HWY_INLINE void WholeGroups(uint64_t seed, uint64_t offset, int64_t threshold, u
   for (; g + per_step <= g_end; g += per_step, out += 4 * per_step) stream.Step(out);
   if (g < g_end) {
     // The last few groups: one more step into a buffer.
-    HWY_ALIGN uint8_t tail[4 * PhiloxKeepStream<kPhase>::kGroupVectors * hn::MaxLanes(D64())];
+    HWY_ALIGN uint8_t tail[4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep];
     stream.Step(tail);
     std::memcpy(out, tail, 4 * size_t(g_end - g));
   }

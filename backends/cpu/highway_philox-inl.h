@@ -67,6 +67,8 @@ class PhiloxKeepStream {
   // callers' live vectors saved and restored) stays small.
   static constexpr size_t kRepeats = kPhase == 0 ? 1 : 3;
   static size_t GroupsPerStep() { return kRepeats * kGroupVectors * hn::Lanes(D64()); }
+  // A bound on GroupsPerStep() known at compile time, for buffers that take a whole step.
+  static constexpr size_t kMaxGroupsPerStep = kRepeats * kGroupVectors * hn::MaxLanes(D64());
 
   // The stream starts at group `first_group` (flat elements 4 * first_group ...).
   PhiloxKeepStream(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first_group) {

@@ -1,9 +1,10 @@
 // The portable vector kernels, written once as templates over the arithmetic type T (float for
-// the fp32 table, double for the fp64 one): plain loops over arrays that GCC auto-vectorises
-// (fixed blocks of independent accumulators, a branch-free exp, conversions in separate simple
-// loops). The including file wraps each entry in a function cloned per x86 level with
-// target_clones; everything here is forced inline into those clones, so it is compiled once per
-// level, and lives in an anonymous namespace (each including file gets its own copy).
+// the fp32 table, double for the fp64 one): the max and exp-sum passes on GCC/clang generic
+// vectors with independent accumulators and a branch-free exp, everything else plain loops that
+// GCC auto-vectorises (conversions in separate simple loops). The including file wraps each entry
+// in a function cloned per x86 level with target_clones; everything here is forced inline into
+// those clones, so it is compiled once per level, and lives in an anonymous namespace (each
+// including file gets its own copy).
 //
 // Arithmetic contract: vector_kernels.h. Range handling of exp: exp_range.h.
 #pragma once
@@ -43,8 +44,10 @@ struct Arith<float> {
   static constexpr float kLn2Lo = 1.428606820309417232e-06f;
   // e^r on |r| <= ln2/2: 1 + r + c2 r^2 + ... + c5 r^5, coefficients fitted for minimax relative
   // error (1.05e-7, under one fp32 ulp); the same as the Highway kernels'.
-  static SOFTMAX_CPU_INLINE float exp_reduced(float r) {
-    float p = 0.00831252709031105f * r + 0.041890114545822144f;
+  // X: float or a vector of floats.
+  template <class X>
+  static SOFTMAX_CPU_INLINE X exp_reduced(X r) {
+    X p = 0.00831252709031105f * r + 0.041890114545822144f;
     p = p * r + 0.16667114198207855f;
     p = p * r + 0.499992311000824f;
     p = p * r + 1.0f;
@@ -62,9 +65,9 @@ struct Arith<double> {
   static constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
   static constexpr double kLn2Lo = 1.90821492927058770002e-10;
   // e^r on |r| <= ln2/2 by its Taylor polynomial of degree 13 (truncation error below 5e-18).
-  static SOFTMAX_CPU_INLINE double exp_reduced(double r) {
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
+  template <class X>
+  static SOFTMAX_CPU_INLINE X exp_reduced(X r) {
+    X p = 1.0 / 6227020800.0 * r + 1.0 / 479001600.0;
     p = p * r + 1.0 / 39916800.0;
     p = p * r + 1.0 / 3628800.0;
     p = p * r + 1.0 / 362880.0;
@@ -120,6 +123,15 @@ struct ScaledFactor {
         second(factor),
         two_steps(!exp_factor_fits_once(factor)) {}
 };
+
+// v where keep is 1, +0 where it is 0. The select is done on the bits (an all-ones or zero mask
+// from the keep byte): written as a conditional, GCC made it a branch per element instead of
+// vector code; and NaN * 0 would be NaN, hence no multiply by the byte.
+template <class T>
+SOFTMAX_CPU_INLINE T keep_or_zero(T v, uint8_t keep) {
+  using Bits = typename Arith<T>::Bits;
+  return __builtin_bit_cast(T, __builtin_bit_cast(Bits, v) & (Bits{0} - Bits{keep}));
+}
 
 // ---- storage ----------------------------------------------------------------------------------
 
@@ -214,7 +226,9 @@ SOFTMAX_CPU_INLINE void convert_out(const T* __restrict src, void* dst, softmax_
 }
 
 // Where finished T values go: y itself when it is a T array, else the thread's Output buffer
-// (then written out by finish_out).
+// (then written out by finish_out). The portable kernels use ordinary stores for every output:
+// non-temporal ones (SSE2 stores from an L1 buffer) measured slower here than the
+// read-for-ownership they save, unlike the Highway kernels' stores straight from registers.
 template <class T>
 SOFTMAX_CPU_INLINE T* out_buffer(void* y, softmax_dtype t, size_t n) {
   if (usable_as<T>(y, t)) return static_cast<T*>(y);
@@ -226,34 +240,137 @@ SOFTMAX_CPU_INLINE void finish_out(const T* out, void* y, softmax_dtype t, size_
   if (static_cast<const void*>(out) != y) convert_out<T>(out, y, t, n);
 }
 
-// ---- reductions -------------------------------------------------------------------------------
+// ---- reductions, on generic vectors ------------------------------------------------------------
 
-// Independent accumulators per reduction: two AVX-512 vectors (four AVX2 ones) of T, enough to
-// hide the add latency, and a fixed tree so that sums depend only on the data and n.
+// The max and exp-sum passes are written on GCC/clang generic vectors (32 bytes: what the
+// compiler lowers to one AVX2 / half an AVX-512 register, or two SSE2 ones), not left to the loop
+// vectoriser: with arrays of accumulators GCC reloaded and stored them every step and went
+// through memory for the final reductions, which made short rows 2-3x slower than Highway's.
 template <class T>
-constexpr size_t kLanes = 128 / sizeof(T);
+struct Simd;
+
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef uint32_t U __attribute__((vector_size(32)));
+  static constexpr size_t kLanes = 8;
+};
+
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(32)));
+  typedef uint64_t U __attribute__((vector_size(32)));
+  static constexpr size_t kLanes = 4;
+};
 
 template <class T>
-SOFTMAX_CPU_INLINE T tree_sum(const T* a) {
-  T t[kLanes<T>];
-  for (size_t j = 0; j < kLanes<T>; ++j) t[j] = a[j];
-  for (size_t w = kLanes<T> / 2; w >= 1; w /= 2)
+SOFTMAX_CPU_INLINE typename Simd<T>::V splat_v(T v) {
+  return typename Simd<T>::V{} + v;
+}
+
+// Loads and stores of whole vectors (any alignment), and of the first n < kLanes lanes.
+template <class T>
+SOFTMAX_CPU_INLINE typename Simd<T>::V load_v(const T* p) {
+  typename Simd<T>::V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+// Element by element (unrolled): a memcpy of n elements would be a library call.
+template <class T>
+SOFTMAX_CPU_INLINE typename Simd<T>::V load_first(const T* p, size_t n, T pad) {
+  typename Simd<T>::V v = splat_v(pad);
+#pragma GCC unroll 8
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j)
+    if (j < n) v[j] = p[j];
+  return v;
+}
+template <class T>
+SOFTMAX_CPU_INLINE void store_v(T* p, typename Simd<T>::V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <class T>
+SOFTMAX_CPU_INLINE void store_first(T* p, typename Simd<T>::V v, size_t n) {
+#pragma GCC unroll 8
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j)
+    if (j < n) p[j] = v[j];
+}
+
+// a > b ? a : b per lane. NaN may or may not survive: the exp pass catches it.
+template <class V>
+SOFTMAX_CPU_INLINE V max_v(V a, V b) {
+  return a > b ? a : b;
+}
+
+// Lanes folded in halves (a fixed tree).
+template <class T>
+SOFTMAX_CPU_INLINE T sum_lanes(typename Simd<T>::V v) {
+  T t[Simd<T>::kLanes];
+  std::memcpy(t, &v, sizeof v);
+#pragma GCC unroll 4
+  for (size_t w = Simd<T>::kLanes / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
     for (size_t j = 0; j < w; ++j) t[j] += t[j + w];
   return t[0];
 }
+template <class T>
+SOFTMAX_CPU_INLINE T max_lanes(typename Simd<T>::V v) {
+  T t[Simd<T>::kLanes];
+  std::memcpy(t, &v, sizeof v);
+#pragma GCC unroll 4
+  for (size_t w = Simd<T>::kLanes / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+    for (size_t j = 0; j < w; ++j) t[j] = t[j + w] > t[j] ? t[j + w] : t[j];
+  return t[0];
+}
 
-// Max of n values. NaN may or may not show in the result: the exp pass catches it.
+// exp_scaled on a vector: the same steps, lane by lane.
+template <class T>
+SOFTMAX_CPU_INLINE typename Simd<T>::V exp_scaled_v(typename Simd<T>::V x, typename Simd<T>::V clamp) {
+  using A = Arith<T>;
+  using V = typename Simd<T>::V;
+  using U = typename Simd<T>::U;
+  x = x < clamp ? clamp : x;  // NaN compares false and stays
+  const V t = x * A::kLog2e + A::kMagic;
+  const V n = t - A::kMagic;
+  V r = x - n * A::kLn2Hi;
+  r = r - n * A::kLn2Lo;
+  const U scale = (__builtin_bit_cast(U, t) + typename A::Bits(A::kExponentBias + A::kScaleLog2)) << A::kMantissaBits;
+  return A::exp_reduced(r) * __builtin_bit_cast(V, scale);
+}
+
+// Accumulator vectors per pass: enough to hide the add latency on long rows, fewer on short ones,
+// whose time goes to the final reductions. Depends only on n, so results do too.
+template <class T>
+SOFTMAX_CPU_INLINE size_t accumulators_for(size_t n) {
+  return n <= 8 * Simd<T>::kLanes ? 1 : n <= 32 * Simd<T>::kLanes ? 2 : 4;
+}
+
+// Max of n values.
+template <class T, size_t kAcc>
+SOFTMAX_CPU_INLINE T row_max_with(const T* x, size_t n) {
+  using V = typename Simd<T>::V;
+  constexpr size_t L = Simd<T>::kLanes;
+  V m[kAcc];
+  for (size_t k = 0; k < kAcc; ++k) m[k] = splat_v(kNegInf<T>);
+  size_t i = 0;
+  for (; i + kAcc * L <= n; i += kAcc * L)
+    for (size_t k = 0; k < kAcc; ++k) m[k] = max_v(m[k], load_v(x + i + k * L));
+  for (; i + L <= n; i += L) m[0] = max_v(m[0], load_v(x + i));
+  if (i < n) m[kAcc - 1] = max_v(m[kAcc - 1], load_first(x + i, n - i, kNegInf<T>));
+  for (size_t k = 1; k < kAcc; ++k) m[0] = max_v(m[0], m[k]);
+  return max_lanes<T>(m[0]);
+}
+
 template <class T>
 SOFTMAX_CPU_INLINE T row_max(const T* x, size_t n) {
-  T m[kLanes<T>];
-  for (size_t j = 0; j < kLanes<T>; ++j) m[j] = kNegInf<T>;
-  size_t i = 0;
-  for (; i + kLanes<T> <= n; i += kLanes<T>)
-    for (size_t j = 0; j < kLanes<T>; ++j) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-  for (size_t j = 0; i + j < n; ++j) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-  T mx = kNegInf<T>;
-  for (size_t j = 0; j < kLanes<T>; ++j) mx = m[j] > mx ? m[j] : mx;
-  return mx;
+  switch (accumulators_for<T>(n)) {
+    case 1:
+      return row_max_with<T, 1>(x, n);
+    case 2:
+      return row_max_with<T, 2>(x, n);
+    default:
+      return row_max_with<T, 4>(x, n);
+  }
 }
 
 template <class T>
@@ -263,26 +380,48 @@ SOFTMAX_CPU_INLINE bool any_nan(const T* x, size_t n) {
   return false;
 }
 
-// Sum of the scaled e_i = exp_scaled(x_i - shift), optionally storing them in e (which may be x).
-template <class T, bool kStore>
-SOFTMAX_CPU_INLINE T exp_sum(const T* x, size_t n, T shift, T* e) {
-  const T clamp = opaque_exp_clamp<T>();
-  T a[kLanes<T>];
-  for (size_t j = 0; j < kLanes<T>; ++j) a[j] = T(0);
+// Sum of the scaled e_i = exp_scaled(x_i - shift), optionally storing them in e (which may be x:
+// each vector is read before its e is written). Padding lanes of the last vector hold
+// exp_scaled(-inf), a tiny normal number that cannot move a sum holding exp_scaled(0).
+template <class T, bool kStore, size_t kAcc>
+SOFTMAX_CPU_INLINE T exp_sum_with(const T* x, size_t n, T shift, T* e) {
+  using V = typename Simd<T>::V;
+  constexpr size_t L = Simd<T>::kLanes;
+  const V clamp = splat_v(opaque_exp_clamp<T>()), vs = splat_v(shift);
+  V a[kAcc];
+  for (size_t k = 0; k < kAcc; ++k) a[k] = V{};
   size_t i = 0;
-  for (; i + kLanes<T> <= n; i += kLanes<T>) {
-    for (size_t j = 0; j < kLanes<T>; ++j) {
-      const T v = exp_scaled(x[i + j] - shift, clamp);
-      if (kStore) e[i + j] = v;
-      a[j] += v;
+  for (; i + kAcc * L <= n; i += kAcc * L) {
+    for (size_t k = 0; k < kAcc; ++k) {
+      const V v = exp_scaled_v<T>(load_v(x + i + k * L) - vs, clamp);
+      if (kStore) store_v(e + i + k * L, v);
+      a[k] += v;
     }
   }
-  for (size_t j = 0; i + j < n; ++j) {
-    const T v = exp_scaled(x[i + j] - shift, clamp);
-    if (kStore) e[i + j] = v;
-    a[j] += v;
+  for (; i + L <= n; i += L) {
+    const V v = exp_scaled_v<T>(load_v(x + i) - vs, clamp);
+    if (kStore) store_v(e + i, v);
+    a[0] += v;
   }
-  return tree_sum(a);
+  if (i < n) {
+    const V v = exp_scaled_v<T>(load_first(x + i, n - i, kNegInf<T>) - vs, clamp);
+    if (kStore) store_first(e + i, v, n - i);
+    a[kAcc - 1] += v;
+  }
+  for (size_t k = 1; k < kAcc; ++k) a[0] += a[k];
+  return sum_lanes<T>(a[0]);
+}
+
+template <class T, bool kStore>
+SOFTMAX_CPU_INLINE T exp_sum(const T* x, size_t n, T shift, T* e) {
+  switch (accumulators_for<T>(n)) {
+    case 1:
+      return exp_sum_with<T, kStore, 1>(x, n, shift, e);
+    case 2:
+      return exp_sum_with<T, kStore, 2>(x, n, shift, e);
+    default:
+      return exp_sum_with<T, kStore, 4>(x, n, shift, e);
+  }
 }
 
 template <class T>
@@ -403,7 +542,7 @@ SOFTMAX_CPU_INLINE void finish_dropout(const void* x, void* y, Dtypes dtype, int
   const T clamp = opaque_exp_clamp<T>();
   for (int64_t i = 0; i < n; ++i) out[i] = exp_scaled(xc[i] - shift, clamp);
   scale_in_place(out, size_t(n), sf);
-  for (int64_t i = 0; i < n; ++i) out[i] = keep[i] ? out[i] : T(0);
+  for (int64_t i = 0; i < n; ++i) out[i] = keep_or_zero(out[i], keep[i]);
   finish_out<T>(out, y, dtype.y, size_t(n));
 }
 
@@ -411,9 +550,9 @@ SOFTMAX_CPU_INLINE void finish_dropout(const void* x, void* y, Dtypes dtype, int
 template <class T>
 SOFTMAX_CPU_INLINE void apply_keep(const T* e, const uint8_t* keep, size_t n, const ScaledFactor<T>& f, T* dst) {
   if (f.two_steps) {
-    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first * f.second : T(0);
+    for (size_t i = 0; i < n; ++i) dst[i] = keep_or_zero(e[i] * f.first * f.second, keep[i]);
   } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = keep[i] ? e[i] * f.first : T(0);
+    for (size_t i = 0; i < n; ++i) dst[i] = keep_or_zero(e[i] * f.first, keep[i]);
   }
 }
 

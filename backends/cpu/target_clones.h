@@ -5,9 +5,13 @@
 // whose target_clones support differs.
 #pragma once
 
+// SOFTMAX_CPU_X86_LEVELS is 1 where such per-level code is built (then code may also be compiled
+// for a level explicitly, with `#pragma GCC target`), else 0.
 #if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SOFTMAX_CPU_X86_LEVELS 1
 #define SOFTMAX_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
+#define SOFTMAX_CPU_X86_LEVELS 0
 #define SOFTMAX_CPU_CLONES
 #endif

@@ -14,7 +14,7 @@ namespace {
 #if defined(SOFTMAX_CPU_HAVE_HIGHWAY)
 constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_highway;
 #else
-constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_scalar;
+constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_portable;
 #endif
 
 SOFTMAX_CPU_CLONES
@@ -69,6 +69,8 @@ void keep_bytes_rule(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t
   kKeepBytes(rule.seed, rule.offset, rule.threshold, first, n, keep);
 }
 
+
+// Ordinary stores only (portable_kernels.h says why): nothing to fence.
 void no_fence() {}
 
 }  // namespace

@@ -506,7 +506,7 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
                              reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   // Keep bytes of a tile from its first whole group on, with room for the stream's last step.
-  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::GroupsPerStep();
+  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep;
   uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
   float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
@@ -516,11 +516,21 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
     const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
     PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
     size_t groups_done = 0;
+    // Rows of a few hundred elements or more interleave the Philox steps with their max pass;
+    // shorter rows (a step or two each) draw the tile's keep bytes in one go, which costs them
+    // less than a call per row.
+    const bool interleave = cols >= 256;
+    if (!interleave) {
+      const size_t groups = (lead + size_t(nr * cols) + 3) / 4;
+      for (; groups_done < groups; groups_done += PhiloxKeepStream<kPhase>::GroupsPerStep())
+        keep_stream.Step(keep + 4 * groups_done);
+    }
     for (int64_t r = 0; r < nr; ++r) {
       const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       const uint8_t* kr = keep + lead + size_t(r * cols);
       const size_t groups_needed = (lead + size_t((r + 1) * cols) + 3) / 4;
-      const float max = RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed);
+      const float max = interleave ? RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed)
+                                   : RowMax(xr, size_t(cols), RowPrefetchDistance(size_t(cols)));
       float* e;
       float* dst;
       if (direct || direct_stream) {

@@ -15,7 +15,7 @@ namespace softmax_internal {
 namespace cpu {
 namespace {
 
-constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_scalar;
+constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_portable;
 
 SOFTMAX_CPU_CLONES
 void short_rows_f32(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
@@ -69,7 +69,8 @@ void keep_bytes_rule(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t
   kKeepBytes(rule.seed, rule.offset, rule.threshold, first, n, keep);
 }
 
-// Ordinary stores only: nothing to fence.
+
+// Ordinary stores only (portable_kernels.h says why): nothing to fence.
 void no_fence() {}
 
 }  // namespace
