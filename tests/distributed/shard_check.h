@@ -17,11 +17,12 @@ namespace softmax_shard_test {
 
 using softmax_test::Buffer;
 
-// got vs an expected value with tolerance tol (NaN, infinities and +0 exactly).
-inline bool close(double got, double want, double tol) {
+// got vs an expected value with tolerance tol (NaN, infinities and, for softmax, +0 exactly;
+// a log-softmax 0 is log(1), a value like any other).
+inline bool close(double got, double want, double tol, bool log_softmax) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
-  if (want == 0.0) return got == 0.0 && !std::signbit(got);
+  if (want == 0.0 && !log_softmax) return got == 0.0 && !std::signbit(got);
   return std::fabs(got - want) <= tol;
 }
 
@@ -54,9 +55,9 @@ inline ::testing::AssertionResult forward_slice_ok(const Buffer& x_full, const B
       const double tol = softmax_test::tolerance(y_slice.dtype, want, log_softmax, size_t(cols)) + argument;
       const double tol_unsharded =
           2.0 * softmax_test::tolerance(y_slice.dtype, unsharded, log_softmax, size_t(cols));
-      const bool ok_ref = close(got, want, tol);
+      const bool ok_ref = close(got, want, tol, log_softmax);
       // The unsharded output's exact zeros come from exp(x - max) underflowing, the same in both.
-      const bool ok_unsharded = close(got, unsharded, tol_unsharded);
+      const bool ok_unsharded = close(got, unsharded, tol_unsharded, log_softmax);
       if (!ok_ref || !ok_unsharded) {
         return ::testing::AssertionFailure()
                << "row " << r << " col " << c << ": got " << got << ", float64 formula " << want
