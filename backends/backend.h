@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The contract between the front door (src/) and the backends: what a validated request looks
 // like and the table of operations a backend offers. src/ calls into backends; backends never
 // call back into src/ and never see the options struct, only resolved, checked values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float64 reference for sampled rows, and the error metric each variant is judged by.
 #include "accuracy_check.h"
 

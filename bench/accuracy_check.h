@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The check every variant passes before it is timed: sampled rows of its output against the
 // textbook formula evaluated in float64 on the very same (stored, rounded) input values.
 #pragma once

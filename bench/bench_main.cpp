@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_bench: every (device, shape, dtype, variant) as ms, effective GB/s and % of a copy of
 // the same bytes measured in the same run. Each variant's output is checked against float64 on
 // sampled rows before it is timed; any failed check makes the exit code non-zero.

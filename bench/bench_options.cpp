@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of softmax_bench's command line. Kept apart from the sections so that the options a CI
 // script relies on (--quick, --device, --json) are all visible in one place.
 #include "bench_options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Command line of softmax_bench: which devices, shapes, dtypes and how many repetitions.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Table and JSON output of softmax_bench.
 #include "bench_report.h"
 

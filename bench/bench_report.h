@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One measured row of the benchmark, the human table it is printed in, and the JSON dump.
 //
 // Rows are printed as soon as they are measured (a crash later still leaves the numbers on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU section: 256 MiB of fp32 per shape, 2 threads by default. Every variant is
 // checked on sampled rows against float64 before it is timed; the copy of the same bytes is
 // measured in the same run so that %copy compares like with like on a shared machine.

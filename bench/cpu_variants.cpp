@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copy baseline, textbook 3-pass loop and input fill for the CPU section.
 #include "cpu_variants.h"
 

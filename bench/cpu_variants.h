@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The CPU section's own variants: the copy baseline and the seed article's textbook loop.
 // (The library is called through its C API in cpu_section.cpp; oneDNN lives in onednn_variant.)
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU harness implementation (see cuda_harness.h).
 #include "cuda_harness.h"
 

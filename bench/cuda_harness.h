@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // GPU measuring harness: checked CUDA calls, device buffers, the input fill kernel, input sets
 // to rotate through, event timing, and the check of sampled rows against float64.
 #pragma once

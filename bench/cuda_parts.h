@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The three parts of the GPU section, run in order by run_cuda_section (cuda_section.cu).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU section: 1 GiB of input per shape, copy of the same bytes measured in the
 // same run, the library next to CUB, Thrust and the published H200 anchors.
 #include <cuda_runtime.h>

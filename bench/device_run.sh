@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One call on the H200 (device tool): build, the comparison tests, the GPU benchmark and the
 # PyTorch comparison, logs into $OUT, a short summary printed last.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dropout ladder (after the second seed article), fp32 at 1024 columns and the dropout
 // shapes, all timed in one run:
 //   (a) a softmax kernel, then a separate dropout kernel (in-kernel Philox via cuRAND's device

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU tables of bench/RESULTS.md, beyond softmax_bench's own: every operation on 1 GiB of f32
 # input (0.5 GiB for 16-bit), row lengths that are and are not multiples of the vector width,
 # pointers offset by one element, next to eager torch (and torch.compile on a subset) on the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Bench inputs: a counter-based hash turns (seed, flat index) into a uniform value in [-8, 8).
 //
 // Why a hash and not std::mt19937: a 1 GiB input must be produced in milliseconds on the GPU and

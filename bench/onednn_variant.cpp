@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oneDNN softmax primitive wrapper. Debian bookworm ships oneDNN 2.6 (operation descriptor API);
 // oneDNN 3 folded the descriptor into the primitive descriptor, hence the two spellings.
 #include "onednn_variant.h"

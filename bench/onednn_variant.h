@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // oneDNN's softmax as the CPU anchor (built only when Debian's libdnnl-dev is found).
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds softmax_bench (Release) and prints the benchmark table: the CPU section always, the GPU
 # section when a GPU is present; then charts of the results when matplotlib is available.
 set -euo pipefail

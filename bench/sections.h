@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The benchmark's sections; each appends its rows and summary lines to the report.
 #pragma once
 

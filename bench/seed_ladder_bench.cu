@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed article's ladder on ONE fp32 vector of 2^20 elements (seed 000): 01 one thread,
 // 02 one block with __shfl_down_sync, 03 float4, then the library on the same vector, all timed
 // in this run.

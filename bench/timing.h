@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Timing helpers shared by the CPU and GPU sections: the median of the timed runs is what is
 // reported (robust against the odd preempted run on a shared 2-core machine).
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Times torch.softmax, torch.compile'd softmax, dropout(softmax(x)) (eager and compiled) and
 libsoftmax on the SAME CUDA tensors in one process, checks that they agree, and prints GB/s and
 the library's ratios per shape.

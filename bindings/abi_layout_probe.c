@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints the layout of the public ABI types as the C compiler sees them, one "name=value" per
  * field, for the bindings' layout tests (Rust: softmax-sys/tests/abi.rs, Python:
  * python/tests/test_abi.py). ctest passes this output to them in SOFTMAX_C_LAYOUT. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CPack: Debian packages (and a tarball) from the install components.
 #
 #   cmake -S . -B build-deb -G Ninja -DCMAKE_INSTALL_PREFIX=/usr -DSOFTMAX_BUILD_TESTS=OFF \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # softmax.pc. The prefix is found from where the file lies (${pcfiledir}), so the file stays right
 # when the installed tree is moved or unpacked elsewhere (a package extracted with dpkg -x, a
 # wheel). How many folders to climb is computed from CMAKE_INSTALL_LIBDIR, which is one folder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Picks the backend for a call: the caller's explicit choice, or AUTO by where the pointers live,
 // and checks that the pointers live where the chosen backend can reach them.
 #pragma once

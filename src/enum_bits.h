@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reads a C enum argument as a plain int without an enum-typed load. A C caller may pass any int
 // in an enum parameter; in C++ a value outside the enum's range is undefined to load as the enum
 // (UBSan's -fsanitize=enum flags it), so the front door looks at the bits before trusting them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "last_error.h"
 
 namespace softmax_internal {

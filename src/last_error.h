@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The calling thread's last error message, behind softmax_last_error().
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C entry points: binding -> here -> validation -> backend table -> kernel.
 // Every call clears or sets the thread's last error, and no C++ exception escapes.
 #include <softmax/softmax.h>

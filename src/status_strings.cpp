@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Static names for status codes and the version string.
 #include <softmax/softmax.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "validate.h"
 
 #include "enum_bits.h"

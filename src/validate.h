@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Argument checks for the C entry points. Each check turns the raw C arguments into either a
 // resolved request or a named status with a message; nothing here touches the data.
 #pragma once

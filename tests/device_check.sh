@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole GPU check in one call on the H200 (device tool), under a global deadline:
 #   1. build the library, the GPU test suites and the benchmark;
 #   2. run the correctness suites alone, then compute-sanitizer's memcheck, racecheck, synccheck

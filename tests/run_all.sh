@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds libsoftmax and runs every test: the GoogleTest suites (CPU; GPU ones skip with a reason
 # when no CUDA device is present), the bindings', examples' and packaging tests, then the
 # reliability checks (sanitizer builds, fuzz smoke test). Under CI (CI=true) also a Debug build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What one step of an adapter call reports, the adapter's own per-thread last-error text, and the
 // wrapper that keeps C++ exceptions from crossing the C ABI. Each adapter library compiles its
 // own copy (hidden symbols), so the MPI and NCCL adapters keep separate messages.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The merge rule for per-shard row statistics (softmax/softmax.h, softmax_row_stats): a shard's
 // (max m, sum s) rescaled to a global max M contributes s * exp(m - M). A shard with s == 0 (no
 // columns, or all -inf) contributes exactly 0, so it never turns a row into NaN through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "adapters/mpi/row_stats_pair_op.h"
 
 #include "adapters/common/row_stats_merge.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The MPI datatype and reduction for per-row (max, sum) float pairs: MPI_Allreduce with them
 // merges every rank's softmax_row_stats by the rule in adapters/common/row_stats_merge.h.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI adapter's C entry points: local statistics from libsoftmax, one MPI_Allreduce, the local
 // slice of the result from libsoftmax. Every rank that gets past the argument checks joins the
 // all-reduce, whether its local step worked or not, and a small failure record travels with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The "mpi" component of the softmax CMake package, included by softmaxConfig.cmake when asked
 # for (find_package(softmax CONFIG COMPONENTS mpi)): MPI's C API, then softmax::softmax_mpi.
 find_package(MPI QUIET COMPONENTS C)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where the row statistics of one MPI adapter call live. libsoftmax wants them in the memory
 // space of the data (softmax_row_stats); MPI gets them on the host. For host data both are one
 // host array. For a call that runs on the CUDA backend they are a stream-ordered device buffer

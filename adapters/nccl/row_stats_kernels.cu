@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "adapters/nccl/row_stats_kernels.h"
 
 #include <algorithm>

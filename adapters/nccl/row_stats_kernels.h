@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The NCCL adapter's two small kernels over per-row statistics, enqueued on the caller's stream.
 #pragma once
 

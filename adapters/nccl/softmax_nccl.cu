@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL adapter's C entry points. Everything after the argument checks is enqueued on the
 // caller's stream: libsoftmax's statistics, the all-reduces, the rescale kernel, libsoftmax's
 // output step, and the stream-ordered workspace around them. Nothing waits on the host, so the

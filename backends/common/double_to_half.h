@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // double -> f16 / bf16 with a single rounding (to nearest even), for outputs computed in fp64 and
 // stored in a 16-bit type. Going through float with an ordinary conversion would round twice and
 // can land one step off next to a halfway point; rounding to float "to odd" first (truncate, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Host-side conversions between float and the 16-bit storage types (IEEE binary16 and bfloat16),
 // round-to-nearest-even, NaN preserved. Used by the CPU backend's scalar tails, the tests and
 // the benchmark; the SIMD paths and CUDA kernels use their own hardware conversions, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Philox4x32-10 and the dropout keep decision, shared bit for bit by the CPU and CUDA backends.
 //
 // The keep decision for flat element i is defined (docs/DESIGN.md) through cuRAND's device API:

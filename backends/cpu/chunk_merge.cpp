@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging chunk partials: see chunk_merge.h. Kept out of the vector kernels so that every kernel
 // implementation and every driver normalises with the very same double arithmetic.
 #include "backends/cpu/chunk_merge.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Merging per-chunk (max, sum) partials of one row into the row's normaliser, in double and in
 // chunk order, so the result does not depend on which thread computed which chunk.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How the CPU drivers share a call out over OpenMP threads. Rows that fit in one chunk go out in
 // blocks of whole rows (run_row_blocks). Longer rows take one of two schedules, chosen only for
 // speed — both run the same chunk kernels and merge partials in the same order, so the bits of a

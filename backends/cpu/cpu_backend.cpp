@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU entry of the backend table, and the choice of vector kernel implementation.
 #include <cstdlib>
 #include <cstring>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The CPU backend's operations, as the backend table calls them (backends/backend.h).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout_backward on the CPU. Nothing from the forward is saved: per row
 //   s = softmax(x)                      recomputed,
 //   keep                                regenerated from (seed, offset, flat index) with the

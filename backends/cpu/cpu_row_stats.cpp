@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sharded forward on the CPU (fp32 arithmetic: the front door refuses f64 here).
 //   row_stats:        row_max[r] = max x[r, :], row_sumexp[r] = sum exp(x[r, :] - row_max[r]),
 //                     from the forward's own chunk partials (chunk_partial, merged in double in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows_backward and its sharded halves on the CPU:
 //   rows_backward:             dot = sum(dy * y) (log: sum(dy)), then dx = y * (dy - dot)
 //                              (log: dx = dy - exp(y) * dot), per row;

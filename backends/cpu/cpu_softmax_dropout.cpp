@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout on the CPU: y = keep ? softmax(x) * 1/(1-p) : 0 with the keep decision of
 // flat element i from Philox (philox.h), written to the optional mask as 1/0 bytes.
 //   p == 0: no random numbers at all; exactly softmax_rows (same kernels, same bits), mask all 1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows on the CPU: rows that fit in one chunk go to the short-row kernel in blocks of
 // rows (one sweep over memory, everything else in L1); longer rows go through the two-phase
 // chunk schedule (chunked_rows.h).

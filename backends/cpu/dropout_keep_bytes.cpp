@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keep bytes for a run of flat elements, scalar: one Philox4x32-10 evaluation (two when
 // offset % 4 != 0) per group of 4 elements, from the counter layout of backends/common/philox.h,
 // and the word threshold that stands for the float compare u > p.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The dropout keep decisions of a run of flat elements as 0/1 bytes, straight from the shared
 // Philox definition (backends/common/philox.h), so the CPU mask is the CUDA mask bit for bit.
 #pragma once

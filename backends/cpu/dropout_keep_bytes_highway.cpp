@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout keep bytes with Google Highway: Philox4x32-10 evaluated for many groups of 4 elements
 // at once (highway_philox-inl.h), compiled for every x86 target via foreach_target.h and picked at
 // run time. The result is bit for bit dropout_keep() of backends/common/philox.h (the scalar code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout keep bytes without Highway: Philox4x32-10 for many groups of 4 elements at once, one
 // group per 64-bit lane of a vector. The rounds are plain vector code (GCC vector extensions,
 // philox_x86_body.h) compiled once per x86 level (SSE2, AVX2, AVX-512) and picked at run time;

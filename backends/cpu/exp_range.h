@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How the CPU kernels' exp keeps results exact at the bottom of the floating-point range.
 //
 // Softmax needs y = e^(x - max) * factor (factor = 1/sum, times the dropout scale). Computing

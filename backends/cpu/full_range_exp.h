@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // exp over the whole float and double range as branch-free element functions that loops can
 // vectorise. The forward's exp (vector_kernels.h) only serves arguments x - max <= 0; the
 // backward and sharded kernels also see positive arguments (a log-softmax gradient whose y was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The callers' arrays as seen by the backward and sharded-row drivers: a chunk of any storage
 // type read as work-type values (fp32 or fp64), results computed in the work type and written
 // back in the array's storage type, and the kernels of grad_kernels.h overloaded on the work

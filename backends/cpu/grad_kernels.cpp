@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backward and sharded-row kernels (grad_kernels.h): plain loops shaped so that the compiler
 // vectorises them (fixed blocks of independent accumulators, branch-free element functions),
 // compiled per x86 level with target_clones and picked by the loader at run time. The templates

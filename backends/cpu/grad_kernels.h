@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The vector kernels of the backward and sharded-row operations: the per-chunk arithmetic that
 // cpu_softmax_backward.cpp, cpu_dropout_backward.cpp and cpu_row_stats.cpp share out over
 // threads. Plain loops that the compiler vectorises, cloned per x86 level with target_clones

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How the backward and sharded-row drivers share a call out over OpenMP threads. The grid is the
 // forward's: rows cut into chunks of kChunkElems at fixed offsets (vector_kernels.h). Three
 // shapes of work, chosen only for speed (the kernels and the merge order are the same in each,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-thread work buffers of the backward and sharded-row drivers: see grad_scratch.h.
 #include "backends/cpu/grad_scratch.h"
 

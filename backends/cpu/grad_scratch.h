@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Per-thread work buffers of the backward and sharded-row drivers: widened chunks of y, dy, x,
 // results waiting to be narrowed, a row's probabilities and gradients, keep bytes. They live as
 // long as the thread (OpenMP keeps its pool), so a call allocates nothing after the first one of

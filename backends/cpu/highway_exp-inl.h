@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // exp for softmax (arguments in [-inf, 0]) as Highway vector code, shared by every kernel that
 // needs e^(x - max).
 // Per-target code: included from a file that is compiled once per Highway target through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How the Highway kernels touch memory: ragged tails, software prefetch, f16/bf16 <-> fp32
 // conversion of inputs and outputs, and the (optionally non-temporal) write of finished values.
 // Per-target code: included from a file that is compiled once per Highway target through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Philox4x32-10 keep bytes as Highway vector code, shared by the keep-byte kernel
 // (dropout_keep_bytes_highway.cpp) and the dropout row kernels (vector_kernels_highway.cpp),
 // which interleave it with their first pass over x so that the Philox arithmetic overlaps the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The keep-byte Philox kernel of dropout_keep_bytes_portable.cpp for one x86 vector width, written
 // once with GCC vector extensions and included once per level inside a `#pragma GCC target`
 // region (so each copy is compiled for its level). The including file defines:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The portable vector kernels, written once as templates over the arithmetic type T (float for
 // the fp32 table, double for the fp64 one): the max and exp-sum passes on GCC/clang generic
 // vectors with independent accumulators and a branch-free exp, everything else plain loops that

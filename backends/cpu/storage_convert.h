@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Conversions between the four storage types and the fp32 / fp64 work types, written as
 // branch-free element functions (selects, integer ops, no table lookups) so that loops of them
 // vectorise under every target_clones target. They round exactly as backends/common/half_bits.h

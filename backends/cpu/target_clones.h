@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // SOFTMAX_CPU_CLONES: compile a function once per x86-64 level (x86-64-v4 = AVX-512, x86-64-v3 =
 // AVX2+FMA, baseline SSE2) and let the loader pick one at run time through an ifunc.
 // GCC 11+ knows these levels; sanitizer builds use the one baseline version (speed does not

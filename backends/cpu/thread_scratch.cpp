@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-thread work buffers: see thread_scratch.h.
 #include "backends/cpu/thread_scratch.h"
 

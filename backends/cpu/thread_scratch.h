@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Per-thread fp32 work buffers for the CPU kernels (converted 16-bit inputs, output tiles, stored
 // exp values, chunk partials). They live as long as the thread (OpenMP keeps its pool), so a
 // call allocates nothing after the first one of its size; each slot grows on demand.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The table of vector kernels the CPU drivers call, and the arithmetic every implementation of it
 // must share so that a row's result never depends on how the work was shared out.
 //

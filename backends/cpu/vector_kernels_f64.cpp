@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fp64 vector kernels, for calls where x or y is stored as f64: portable_kernels.h
 // instantiated for double (fp64 arithmetic, whatever the other storage type), each entry compiled
 // per x86 level with target_clones. One implementation serves builds with and without Highway.

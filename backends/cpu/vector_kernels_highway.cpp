@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The vector kernels written with Google Highway: this file is compiled once per x86 target that
 // Highway knows (SSSE3 ... AVX-512) via foreach_target.h, and HWY_DYNAMIC_DISPATCH picks the best
 // one the running CPU supports. No -march flag is needed or used.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The portable fp32 vector kernels: portable_kernels.h instantiated for float, each entry compiled
 // three times with target_clones (x86-64-v4 = AVX-512, x86-64-v3 = AVX2+FMA, baseline SSE2) and
 // picked by the loader at run time through an ifunc.

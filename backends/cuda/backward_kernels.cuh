@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backward kernels of softmax_rows (and the sharded backward's statistics and finish), with the
 // same two strategies as the forward (forward_kernels.cuh): rows held in registers, or split
 // into parts whose dot products are merged before the parts are read again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backward kernel family (softmax_rows_backward and the sharded backward). The layout is y's
 // type (y and dy); dx is stored as x. Same-type rows get the full set of shapes; mixed types a
 // reduced one; anything with f64 the generic kernels.

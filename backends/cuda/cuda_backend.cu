@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's table entry: availability, pointer classification, and the two operations,
 // each run on the device that owns the pointers (the caller's current device is restored).
 // Nothing here synchronises with the host; every runtime error is cleared before returning so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's entry points in a build configured with SOFTMAX_WITH_CUDA=OFF: the backend
 // exists in the table but always reports why it cannot run, and every pointer is host memory.
 #include "backends/backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Turning CUDA runtime errors into the backend's Outcome. Kernels never see status codes: every
 // runtime call and every launch on the host side goes through these helpers, which also clear
 // the runtime's per-thread "last error" so that a failure here is never reported again to the

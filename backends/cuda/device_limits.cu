@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-device limits, cached. Each device gets its own once-flag, so the first call on one GPU
 // never waits for another, and every later call is a plain read.
 #include "backends/cuda/device_limits.h"

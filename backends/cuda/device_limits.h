@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the launcher needs to know about a GPU, read once per device and cached: the strategy
 // table is a function of these numbers, and cudaGetDeviceProperties is far too slow to call
 // on every softmax.

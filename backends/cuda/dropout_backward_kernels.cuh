@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backward of softmax_dropout from x alone: s = softmax(x) and the keep bits are recomputed
 // (the forward's rule, the same flat indices), g = keep ? dy * scale : 0, and
 //   D = sum(s * g),  dx = s * (g - D).

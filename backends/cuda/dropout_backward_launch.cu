@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dropout-backward kernel family. The layout is x's type (x and dx); dy may be stored as any
 // type. f32 and 16-bit x get the full set of shapes; anything with f64 the generic kernels.
 #include "backends/cuda/launch_ops.h"

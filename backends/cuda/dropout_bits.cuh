@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dropout keep bits on the device: the rule of backends/common/philox.h (Philox4x32-10,
 // cuRAND's counter layout), evaluated once per group of four flat elements and shared between
 // neighbouring chunks, with the word compared against an integer threshold instead of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Forward kernels: softmax, log-softmax, softmax fused with dropout, and the row statistics of
 // sharded rows. Two strategies (backends/cuda/launch_plan.h picks one):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward kernel family: which instantiation serves which storage types and plan.
 //   x and y f32, or both 16-bit, or 16-bit x with f32 y  the full set of shapes (the speed paths)
 //   f32 x with 16-bit y                                   a reduced set

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Facts about compiled kernels that the launches need on every call and the runtime is slow to
 // answer: resident blocks per device, and the one-time opt-in to clusters of 16 blocks. Asked
 // once per (kernel, device, block size) and cached.

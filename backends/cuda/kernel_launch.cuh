@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launching a plan: the grid of a register-row kernel (with its cluster attribute), and the
 // waves of a split-row kernel with their stream-ordered workspace. Host code, shared by the
 // per-operation launch files.

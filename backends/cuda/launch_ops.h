@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The CUDA backend's operations as the backend table sees them: one validated call, turned into
 // kernel arguments and launched by its plan. Asynchronous on env.stream; nothing synchronises.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The strategy table: one plan per call, from the row length, the operation's kernel family and
 // the device. The plan depends on nothing else (not on the number of rows, not on pointer
 // alignment), so a row gives the same bits whatever batch it comes in and wherever it lies.

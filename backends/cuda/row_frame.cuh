@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame every row kernel shares: which rows a thread works on and where in them (two modes),
 // and turning a row's chunks into arithmetic values and back, for every storage type.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where each thread's elements lie in its row, and how they get there and back for any row
 // length and any pointer alignment.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Arithmetic shared by every kernel: exp relative to a shift that is exact for any finite
 // magnitude, the (max, sum) partials and their merge, and reductions over a row group (lanes of
 // a warp, the warps of a block, the blocks of a cluster).

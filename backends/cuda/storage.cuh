@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage types on the device: how an element of each softmax_dtype converts to and from the
 // arithmetic type, and explicit global-memory accesses. Rows are moved in 16-byte chunks; the
 // stores are written as vector PTX because the compiler otherwise splits a float4 store whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Host-side dispatch from run-time storage types to the device types the kernels are
 // instantiated for.
 #pragma once

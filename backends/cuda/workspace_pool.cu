@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The workspace comes from a memory pool the library owns, one per device, whose release
 // threshold keeps its memory mapped across synchronisations. The device's default pool has a
 // threshold of 0 and unmaps its free memory at every synchronisation, so a caller that syncs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Stream-ordered scratch memory for kernels that need a workspace (split_row's partials).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUB-based comparison softmax: block per row, cub::BlockReduce for the max and the sum.
 #include "cub_softmax.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A softmax assembled from CUB's block-level reduction: an independent implementation that the
 // comparison tests hold the library against and that the bench prints next to it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thrust-based comparison softmax: segmented reductions keyed by the row index.
 #include "thrust_softmax.h"
 

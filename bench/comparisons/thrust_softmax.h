@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A softmax written only with Thrust's device algorithms: slow, but independent of every kernel
 // in the library and in CUB's block layer, so an agreement with it means something.
 #pragma once

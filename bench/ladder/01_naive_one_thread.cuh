@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rung 01 of the seed article's ladder (seed 000): the CPU loop moved onto the GPU unchanged.
 //
 // What this rung is: one thread of one block walks the whole vector three times (max, sum of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rung 02 of the seed article's ladder: one block, a strided loop per thread, and a two-level
 // reduction with __shfl_down_sync.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rung 03 of the seed article's ladder: rung 02 with 16-byte (float4) loads and stores.
 //
 // What changed from 02: each thread moves four floats per memory instruction (LDG.128 / STG.128

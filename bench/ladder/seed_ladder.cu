@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launchers of the seed ladder's three rungs: one launch each, all of them single-block by design.
 #include "01_naive_one_thread.cuh"
 #include "02_warp_shuffle_reduce.cuh"

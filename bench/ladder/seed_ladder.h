@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Host launchers for the seed article's ladder (bench/ladder/0N_*.cuh): softmax of ONE fp32
 // vector of n elements. Kept as a library (softmax_cuda_comparisons) so the bench times them and
 // the comparison tests check them against float64.

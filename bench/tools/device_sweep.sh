@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Strategy sweep on a GPU machine: gpu_sweep.py once per setting of the strategy knobs, over a
 # list of cases, logs under $OUT. The cases are ~2^26 elements each (enough to fill an H200 for
 # tens of microseconds per pass); the benchmark proper uses 1 GiB.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Times libsoftmax's CUDA backend on many shapes in one process, next to a same-size copy and
 eager torch on the same tensors, and checks every result against float64 first. A tuning tool:
 the strategy knobs (SOFTMAX_CUDA_STRATEGY, SOFTMAX_CUDA_MAX_THREADS, SOFTMAX_CUDA_MAX_CLUSTER)

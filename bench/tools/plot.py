@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Charts of the benchmark's JSON: effective GB/s against row length.
 
     python3 bench/tools/plot.py RESULT.json [RESULT.json ...] [--out DIR]

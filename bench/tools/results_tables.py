@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns softmax_bench JSON (and torch_compare.py JSON) into the Markdown tables of RESULTS.md.
 
     python3 bench/tools/results_tables.py out/bench_gpu.json [out/torch_compare.json] [cpu.json ...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs one binding's test command for ctest, with the C compiler's view of the ABI layout in the
 # environment (SOFTMAX_C_LAYOUT, printed by softmax_abi_layout_probe) so that the binding's
 # layout test can compare its own declarations against it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libsoftmax from C: the softmax of a small matrix, a fused softmax+dropout with its keep-mask,
  * the gradient of the softmax, the same softmax computed from two column halves held apart (as

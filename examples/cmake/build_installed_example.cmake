@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs one example (C or C++) against the libsoftmax installed in PREFIX, twice: as a
 # CMake project using find_package(softmax CONFIG), and as a single compiler command using
 # `pkg-config --cflags --libs softmax`.

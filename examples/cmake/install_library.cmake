@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ctest fixture for the examples: installs the libsoftmax just built into a fresh prefix, as a
 # user would (`cmake --install`), so the examples are built against the installed package.
 #   cmake -DBUILD_DIR=<top build dir> -DPREFIX=<prefix> -P install_library.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libsoftmax from C++: the C ABI behind a small exception-throwing helper, log-softmax over a
 // std::vector in place, a fused softmax+dropout whose mask is checked, the softmax's gradient
 // (computed in place over dy), and the softmax of rows sharded into two column halves (row

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Softmax over rows whose columns are split across MPI ranks. Every rank holds its own columns
  * of a [ROWS, COLS] matrix; softmax_rows_mpi normalises whole rows, so the slices of each row add

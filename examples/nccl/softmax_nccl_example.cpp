@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax over rows whose columns are split across GPUs: one NCCL rank and one host thread per
 // visible GPU, each holding its own columns of a [kRows, kCols] matrix in device memory.
 // softmax_rows_nccl normalises whole rows on each GPU's stream; every GPU's slice is then checked

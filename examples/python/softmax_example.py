@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsoftmax from Python: numpy arrays on the CPU and, when torch and a GPU are present, torch
 tensors on the GPU without copies. Exits non-zero if any result is wrong.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libsoftmax — row-wise softmax and fused softmax+dropout, one stable C ABI.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every caller relies on besides the math: version, defaults, availability, status names,
 // last-error lifecycle and thread isolation.
 #include <softmax/softmax.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Empty inputs, through all eight compute functions: rows == 0 or cols == 0 succeeds, writes
 // nothing and reads no pointer (so NULL is fine), whatever the other size; a negative size stays
 // INVALID_SIZE; and an empty call still refuses what is wrong with its other arguments (options,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every kind of bad input, through every entry point, gets its named status, a message that says
 // what was wrong, and leaves all memory untouched: each case runs on one arena that holds every
 // array of the call (inputs with values, outputs with canaries) and is compared afterwards.

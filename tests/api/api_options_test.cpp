@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options struct as callers of different header versions fill it: struct_size bounds (read
 // no byte past what the caller owns), a newer caller's zero tail, and y_dtype, which only
 // SOFTMAX_FLAG_Y_DTYPE makes the library read. Bad values are in api_errors_test.cpp; here is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A C99 caller: the whole header compiles as plain C (pedantic, warnings as errors), and every
    function of the ABI is called once from C: the forward, the backward and its dropout twin,
    the sharded statistics on two column halves, f64 storage through y_dtype, an empty call and a

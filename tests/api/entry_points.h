@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The eight compute functions of the C API behind one calling convention, so that a test can
 // loop over all of them: what each accepts (from the header's comments) and a call that takes
 // its array arguments as a list, in the order of the function's parameters.

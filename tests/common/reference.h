@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test support: fresh random inputs, a float64 reference softmax, dtype conversions and error
 // metrics. Shared by every suite so that all backends are judged by the same yardstick.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The independent CUDA softmax versions kept in bench/ (CUB block reduce, Thrust segmented
 // reductions, the seed article's ladder) against the float64 reference, and the library's CUDA
 // path against them. Fresh random inputs every run (the seed is printed on failure); outputs are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows_backward on the CPU: every (x, y) storage pair against the float64 backward of the
 // stored y and dy, softmax and log-softmax, at row lengths that take each schedule (tiles of
 // short rows, whole long rows per thread, chunks of few long rows over threads); the gradient

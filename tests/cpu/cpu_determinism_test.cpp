@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bitwise reproducibility of the CPU backend: the same input gives the same bits whatever the
 // thread count (1, 2, 3, 7), and a row gives the same bits whether it is computed alone or as
 // part of a bigger call (so the choice between rows-over-threads and split-row schedules, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout_backward on the CPU: dx = s * (g - sum(s * g)) with s = softmax(x) and
 // g = keep ? dy * scale : 0, the mask regenerated from (seed, offset). Checked against a float64
 // reference that takes its mask from the forward's keep_mask output, for every (x, y) pair; the

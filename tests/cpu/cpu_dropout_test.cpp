@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout on the CPU: y = keep ? softmax(x) / (1 - p) : 0 with the keep decision of flat
 // element i defined by Philox (backends/common/philox.h). Checks: the mask is exactly
 // dropout_keep() per element (groups of 4 straddling rows and chunks, offsets that are not a

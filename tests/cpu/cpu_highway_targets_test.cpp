@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Highway kernels are compiled for several x86 targets (AVX-512, AVX2, SSE4, SSSE3, scalar)
 // and the best one the CPU supports is used; the others only run on older machines. This suite
 // forces each target this CPU can run, one after another, and checks it against the float64

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Non-finite inputs follow the textbook formula in float64 (DESIGN.md): NaN anywhere in a row
 // makes the row NaN, a row of all -inf is NaN, any +inf makes the row NaN, and -inf elements in
 // an otherwise finite row give 0 (log-softmax: -inf). Checked for short rows and for rows long

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sharded-row functions on the CPU. Rows are split by columns into 1..4 uneven shards (one
 // column wide, all -inf, ...), each shard goes through softmax_row_stats, the statistics are
 // merged in double with the rule the header documents, softmax_rows_from_stats finishes every

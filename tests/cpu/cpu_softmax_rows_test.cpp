@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows on the CPU backend against the float64 reference: every dtype, softmax and
 // log-softmax, the column counts (including chunk boundaries of the long-row path),
 // several row counts (so both thread schedules run), large magnitudes, in-place, and single

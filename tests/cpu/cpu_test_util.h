@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers shared by the CPU suites: run the public API on the CPU backend and compare rows with
 // the float64 reference, reporting the seed so a failure can be replayed.
 #pragma once

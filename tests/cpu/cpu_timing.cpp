@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small timing program for the CPU backend (not a test, not the team's bench): GB/s
 // (8 bytes per fp32 element, read x + write y) for the shapes at 256 MiB, and the
 // relative error of the single 64M-element row against a float64 reference.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // cuRAND's device API for Philox4x32-10, restated the slow way and independently of
 // backends/common/philox.h, as the yardstick for every dropout mask: curand_init(seed,
 // subsequence, offset) sets counter = (0, 0, subsequence) in 64-bit halves and key = seed, then

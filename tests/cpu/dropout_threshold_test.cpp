@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's integer form of the dropout keep rule (backends/cpu/dropout_keep_bytes.h):
 // keep = word > dropout_word_threshold(p) must equal u(word) > p (philox.h's word-to-float
 // rounding included) for every word, and the scalar keep bytes must equal dropout_keep() and the

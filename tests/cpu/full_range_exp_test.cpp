@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The element exp of the backward and sharded kernels (backends/cpu/full_range_exp.h) over the
 // whole range against the C library's exp in wider precision: a few ulps for normal results,
 // subnormal results rounded once, exact zeros below the smallest subnormal, infinities

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers shared by the CPU suites of the backward and sharded-row operations: every (x, y)
 // storage pair, options that select it, float64 references of the backward formulas and an
 // element check whose tolerance follows the size of the terms that were rounded.

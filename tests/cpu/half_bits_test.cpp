@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host fp16/bf16 conversions in backends/common/half_bits.h: f16 against GCC's _Float16
 // conversions (random floats and every f16 bit pattern), bf16 against an independent
 // round-to-nearest-even computed in double.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host Philox4x32-10 in backends/common/philox.h against the Random123 known-answer vectors
 // (kat_vectors, philox4x32_10), and the dropout keep decision against its definition through
 // cuRAND's curand_init / curand_uniform4 semantics, spelled out here independently.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The branch-free storage conversions of the backward kernels (backends/cpu/storage_convert.h)
 // against the scalar definitions of backends/common/half_bits.h, bit for bit: every binary16
 // and bfloat16 value widened, and every float upper half with low halves that sit on, next to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout on the CUDA backend: the keep mask equal bit for bit to philox.h's definition
 // and to the CPU backend's, whatever the shape and (seed, offset); y within tolerance of the
 // float64 reference and of the CPU backend; keep rates within binomial bounds; p = 0 is

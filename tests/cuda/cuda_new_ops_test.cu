@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's backward passes, sharded-row statistics and mixed storage types through the
 // public C API, against float64 references on fresh random inputs with poisoned outputs: every
 // storage type and pair of types, row lengths on both sides of every strategy's capacity,

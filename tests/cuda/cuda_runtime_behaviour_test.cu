@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the CUDA backend behaves as part of a program: concurrent calls from several host threads
 // on several streams, capture into a CUDA graph and replay, AUTO choosing CUDA for device
 // memory, host memory refused by SOFTMAX_BACKEND_CUDA, pinned and managed memory accepted, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows on the CUDA backend through the public C API, against the float64 reference on
 // fresh random inputs with poisoned outputs: every dtype, softmax and log-softmax, row lengths
 // on both sides of every strategy threshold, row counts that are multiples of nothing,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers for the CUDA suites: skipping without a GPU, device buffers that poison themselves,
 // and checks of device results against the float64 reference of tests/common/reference.h.
 #pragma once

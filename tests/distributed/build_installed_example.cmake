@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Builds one example project against the libsoftmax installed in PREFIX (find_package(softmax
 # CONFIG COMPONENTS ...), as a user would) and runs it, under LAUNCH when given (mpiexec -n 2).
 #   cmake -DSOURCE_DIR=<examples/mpi> -DWORK_DIR=<scratch> -DPREFIX=<prefix> -DGENERATOR=<generator>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows_mpi and softmax_rows_backward_mpi, run under mpiexec with any number of ranks.
 // Every rank builds the same full matrix (seed from rank 0), runs the unsharded libsoftmax call on
 // it locally, runs the adapter on its own columns, and checks its slice against both the float64

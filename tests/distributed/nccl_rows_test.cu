@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_rows_nccl and softmax_rows_backward_nccl.
 //   NcclArguments.*   host-side checks that need no GPU (they return before touching CUDA or NCCL)
 //   NcclOneRank.*     a one-rank communicator on GPU 0: the adapter must equal the unsharded call,

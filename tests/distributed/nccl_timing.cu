@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Times softmax_rows_nccl against what it is made of, on every visible GPU (one rank and one host
 // thread per GPU, communicators from ncclCommInitAll):
 //   adapter      softmax_rows_nccl on a [rows, cols / ranks] slice

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the sharded-row tests run: how the columns of a row are split over ranks, and full
 // [rows, cols] inputs (random, or rows built to break a careless merge). Every rank builds the
 // same full matrix from a shared seed and takes its own columns.

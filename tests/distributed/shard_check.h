@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Judges one rank's slice of a sharded result twice: against the float64 formula on the whole
 // row, and against libsoftmax's unsharded call on the whole row (softmax_rows,
 // softmax_rows_backward), element by element. NaN must stay NaN, infinities and the float64

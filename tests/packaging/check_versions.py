@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fails when a version number in the source tree differs from the top-level VERSION file.
 
     python3 tests/packaging/check_versions.py [SOURCE_ROOT]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian packages the way a release would (CMAKE_INSTALL_PREFIX=/usr, CUDA for every
 # default architecture when nvcc is present), checks what each contains, unpacks both into an
 # empty folder with dpkg -x and builds and runs the C example against that tree twice: with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists the GPU architectures compiled into a shared library's CUDA fat binaries.
 
     python3 tests/packaging/fatbin_archs.py libsoftmax.so.0

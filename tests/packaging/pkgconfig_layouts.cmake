@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # softmax.pc as `cmake --install` lays it out, for several library folders: writes the file with
 # cmake/softmax_pkgconfig.cmake into <prefix>/<libdir>/pkgconfig, copies the real header to
 # <prefix>/include, then asks pkg-config (with no --define-variable) where the header and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libsoftmax inside another project: its tests and benchmark are not configured unless asked for,
 # the parent's build type is left alone, and softmax::softmax is there to link. Configures
 # subproject/ twice (default, then -DSOFTMAX_BUILD_TESTS=ON) and looks at the targets made.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Runs one C API call on host memory and checks every invariant the header promises, whatever the
 // arguments: SUCCESS exactly when validity_oracle.h says the arguments are valid; a failure
 // names something really wrong, leaves a message and writes nothing anywhere; a success writes

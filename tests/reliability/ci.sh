@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The reliability checks that need builds of their own, run by CI after the main build's ctest
 # (which already ran the reliability.* tests: concurrency, determinism, fuzz regressions, ABI
 # guard). Runs everything even when one part fails, prints a summary, exits non-zero on any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Many threads calling the CPU backend at once: 16 threads, many calls each, mixed shapes, dtypes
 // and all eight functions (softmax, log-softmax, dropout with and without a mask, both
 // backwards, the four sharded-row statistics functions), in place or not, interleaved with

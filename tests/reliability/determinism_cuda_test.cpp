@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bitwise determinism of the CUDA backend, on fresh random inputs in device memory:
 //   - run to run: the same call twice gives the same bytes;
 //   - batch invariance: a slice of rows computed alone equals those rows of the whole call, also

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bitwise determinism of the CPU backend through the public API, on fresh random inputs, for all
 // eight functions (and log-softmax where it applies):
 //   - run to run: the same call twice gives the same bytes (outputs poisoned differently);

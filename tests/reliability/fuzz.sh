@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer target (clang, ASan+UBSan, CPU backend) and fuzzes the C API for
 # [seconds] (default 60). Exit status 0 only if the build succeeded, every checked-in crash
 # reproducer still passes, and the run found nothing.

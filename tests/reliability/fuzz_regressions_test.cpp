@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzzer's findings, each replayed with its exact arguments through the same invariant checks
 // the fuzzer applies (checked_call.h), plus the argument classes the fuzzer explores, pinned as
 // plain unit tests for all eight functions so that they also run in the gcc ASan/UBSan and TSan

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* options.num_threads is documented as "threads to use, 0 = OpenMP's default" and only negative
    values are invalid, so a caller may ask for 100000 or INT32_MAX threads. The library must then
    either run (clamping to what the machine can do) or fail with a status; it must never hand the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One call of any of the eight compute functions on owned buffers, with fresh random inputs in
 // the role each array plays: the unit the concurrency and determinism tests repeat and compare.
 #pragma once

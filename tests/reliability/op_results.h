@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a successful call must have written, for each of the eight functions, judged against the
 // header's formulas evaluated in float64 on the bytes the call read. Loose on purpose: the
 // fuzzer hunts crashes and gross errors, tests/cpu owns the tight bounds. Exact where float64 is

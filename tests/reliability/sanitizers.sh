@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test suite under sanitizers, CPU only (gcc, the main CMake project):
 #   1. -DSOFTMAX_SANITIZE=address (ASan + UBSan, no recovery): the whole ctest suite.
 #   2. -DSOFTMAX_SANITIZE=thread: the concurrency tests (16 threads, mixed calls) under TSan.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which arguments the C API must accept, stated from the public header's documentation alone
 // (not from src/validate.cpp), so that the fuzzer and the regression tests can check
 // "SUCCESS if and only if the arguments are valid" against a second, independent reading.

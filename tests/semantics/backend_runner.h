@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One call of softmax_rows or softmax_dropout on a backend, from host inputs to host outputs, so
 // that the differential tests read the same on every backend: the runner puts x where the
 // backend wants it (optionally one element off alignment, or in y's place for an in-place call),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's runner: host buffers with the requested misalignment.
 #include <cstring>
 

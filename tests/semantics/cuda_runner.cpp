@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's runner: device buffers from cudaMalloc (x and y one element off alignment
 // when asked), poisoned with 0xFF (NaN in every type), the call on the default stream, then a
 // synchronisation and copies back. Built only when the CUDA backend is.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax_dropout's keep rule and edge probabilities on every backend, through the public C API:
 // the mask and the output follow backends/common/philox.h's rule for Philox offsets 0-7 and
 // offsets and seeds next to 2^32 and 2^64 (counter carries), for p = 0 (everything kept: the

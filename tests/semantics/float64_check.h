@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Judging one call's output against float64, shared by the differential suites: inputs built
 // from row kinds (input_rows.h), the keep rule of backends/common/philox.h, and reference.h's
 // per-element rule (value_matches) applied to every element and every mask byte.

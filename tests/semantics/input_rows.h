@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The rows the differential tests feed every backend: for each storage type, finite rows at
 // magnitudes from 1 up to the type's range (both signs, and both signs within a row), and rows
 // with -inf, NaN and +inf in different places. Each kind fills one row of a call; the test puts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential tests of softmax_rows, log-softmax and softmax_dropout against float64 on every
 // backend, through the public C API: every (x, y) storage pair, magnitudes from 1 to each type's
 // range, -inf / NaN / +inf placements (input_rows.h), row lengths on both sides of every vector

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsoftmax for Python: softmax, log-softmax, fused softmax+dropout and their gradients over
 the C library, for numpy, torch and cupy arrays.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax.rows and softmax.dropout: C-contiguous [rows, cols] arrays (or one 1-D row) passed to
 the library as they are, with no copy; and what the loaded library says about itself."""
 from . import _calls

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reads an array object's memory description: pointer, shape, dtype, device, stream; and
 allocates new arrays of the same kind.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One C call from Python arguments: arrays to pointers, storage types to (dtype, y_dtype),
 options to the C struct, the status to an exception.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Storage types: the softmax_dtype codes, their names, and how a dtype= argument names one.
 
 A dtype= argument may be a name ("float32", "float16", "bfloat16", "float64"), a numpy dtype or

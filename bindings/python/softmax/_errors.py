@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Turns a failed softmax_status into a Python exception carrying softmax_last_error()."""
 from . import _library
 

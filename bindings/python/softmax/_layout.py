@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """N-d arrays seen along one axis as the C-contiguous [rows, cols] matrices the library takes.
 
 The axis is moved last (a view) and the result made contiguous, which copies only when the

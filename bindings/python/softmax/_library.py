@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finds and loads libsoftmax.so and declares its C functions for ctypes.
 
 Search order: the SOFTMAX_LIBRARY environment variable (a path to the .so; an error if it does

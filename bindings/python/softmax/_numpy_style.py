@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The numpy-style functions: any array shape, softmax along `axis`, arrays of any strides.
 
 Each moves `axis` last and hands the library contiguous [rows, cols] data, copying only an array

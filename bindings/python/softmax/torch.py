@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.autograd wrappers: libsoftmax's forward and backward calls as differentiable torch
 functions, for host and CUDA tensors (on torch's current stream).
 

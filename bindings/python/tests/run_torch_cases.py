@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs torch_cases.py; exit 0 if they pass, 1 if any fails, 77 (ctest's SKIP_RETURN_CODE) if
 every case was skipped because torch, numpy, a GPU or the CUDA backend is missing."""
 import importlib.util

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Test helpers: float64 reference, the C++ suites' tolerance (tests/common/reference.h), and a
 host bfloat16 array type (numpy has none) exposing __array_interface__ as torch does ("<V2")."""
 import math

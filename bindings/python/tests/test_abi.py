@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ctypes declarations against the header (via the C probe) and the library."""
 import ctypes
 import os

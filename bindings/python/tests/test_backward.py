@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax.softmax_backward and softmax.dropout_backward on numpy arrays against the float64
 gradient of the stored inputs, outputs poisoned with NaN."""
 import unittest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax.dropout on numpy arrays: consistent with its mask and the reference, reproducible."""
 import unittest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input: each is refused with a clear ValueError/TypeError (layout, dtype, integer range) or
 a SoftmaxError carrying the library's status and message; nothing is written on failure."""
 import unittest

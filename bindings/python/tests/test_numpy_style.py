@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax.softmax / log_softmax / softmax_dropout on numpy arrays of any shape, along any axis,
 strided or not, against the float64 reference, with NaN-poisoned outputs."""
 import unittest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax.rows on numpy arrays against the float64 reference, outputs poisoned with NaN."""
 import unittest
 

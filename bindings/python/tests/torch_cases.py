@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """softmax with torch tensors: host tensors (every dtype), the softmax.torch autograd wrappers
 against torch's own gradients and, on a machine with a GPU and a CUDA-built libsoftmax, CUDA
 tensors through __cuda_array_interface__ on torch's current stream.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Python package as a user would and runs the Python test suite against the
 # installed copy: a fresh virtual environment, `pip install <repository root>` (which builds
 # libsoftmax with scikit-build-core and bundles it in the package), then the tests from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Finds libsoftmax.so and tells cargo how to link it.
 //!
 //! Order: the `SOFTMAX_LIB_DIR` environment variable (set by the CMake build's ctest), then the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! softmax-sys finds libsoftmax and links it; its rpath, though, reaches only its own test
 //! binaries. This script puts the same directory (DEP_SOFTMAX_LIB_DIR, from softmax-sys's `links`
 //! metadata) into the rpath of this crate's tests, examples and doctests so they run without

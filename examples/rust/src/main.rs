@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! libsoftmax from Rust: softmax and log-softmax of a small matrix, its gradient, a fused
 //! softmax+dropout with its mask and gradient, and the error a bad call returns. Exits non-zero
 //! if any result is wrong.

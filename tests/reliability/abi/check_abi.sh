@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The ABI guard for libsoftmax.so. One check per call, so that ctest names what broke:
 #
 #   check_abi.sh symbols  <libsoftmax.so>         exported dynamic symbols == exported_symbols.txt

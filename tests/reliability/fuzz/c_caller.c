@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fuzzer's calls into libsoftmax, made from C as a real C caller would make them: in C an
    enum parameter is just an integer, so out-of-range dtype values are legal to pass here, while
    forming them in C++ would itself be undefined behaviour. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C-side wrappers that pass raw integers for enum arguments (see c_caller.c). */
 #ifndef SOFTMAX_FUZZ_C_CALLER_H
 #define SOFTMAX_FUZZ_C_CALLER_H

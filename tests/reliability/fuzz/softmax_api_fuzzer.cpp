@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the public C API on the CPU backend (built with ASan+UBSan by fuzz.sh).
 //
 // Each input decodes into one call of any of the eight compute functions whose every argument is

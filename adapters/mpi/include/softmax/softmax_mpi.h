@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libsoftmax_mpi — softmax over rows whose columns are spread across the ranks of an MPI
  * communicator. A separate library (libsoftmax_mpi.so) so that libsoftmax itself never depends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libsoftmax_nccl — softmax over rows whose columns are spread across the GPUs of an NCCL
  * communicator. A separate library (libsoftmax_nccl.so) so that libsoftmax itself never depends

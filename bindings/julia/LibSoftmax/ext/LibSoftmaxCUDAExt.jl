@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CuArray support for LibSoftmax: device pointers handed to the C library with CUDA.jl's current
 # task-local stream (`CUDA.stream()`), so the kernel is ordered after the work that produced the
 # inputs and before whatever the task queues next. A call returns once the kernel is queued,

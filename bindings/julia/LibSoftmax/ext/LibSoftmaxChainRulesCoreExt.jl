@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ChainRulesCore rules for LibSoftmax (Zygote and other ChainRules-based AD): the gradients are
 # the library's own backward calls. rowsoftmax's pullback differentiates through the stored
 # output y (softmax_backward); softmax_dropout's recomputes softmax and mask from x and

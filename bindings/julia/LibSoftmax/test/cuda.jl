@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CuArray methods (LibSoftmaxCUDAExt); included by runtests.jl only when CUDA.jl, a GPU and the
 # library's CUDA backend are all present.
 @testset "CuArray (seed $SEED)" begin

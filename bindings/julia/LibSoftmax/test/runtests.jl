@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # LibSoftmax's tests: Float32/Float16/Float64 against a Float64 reference on fresh random inputs
 # (seed printed), mixed result types, dims=2, dropout consistency and reproducibility, gradients
 # (also through the ChainRulesCore rules), the sharded-row helpers, errors; CuArray tests when

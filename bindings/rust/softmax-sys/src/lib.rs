@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Raw declarations of libsoftmax's C ABI, written by hand from `include/softmax/softmax.h`.
 //!
 //! Everything here is `unsafe` to call and mirrors the header one to one; the safe API lives in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The hand-written declarations against the library and the header they were written from.
 
 use std::ffi::CStr;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The safe backward API: gradients of [`rows`](crate::rows) and [`dropout`](crate::dropout)
 //! on host slices. Element types follow the forward call: y and dy are of the forward result's
 //! type `Y`, x and dx of its input's type `X`, so a mixed-precision step passes the same types

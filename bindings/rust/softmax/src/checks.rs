@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The only checks the safe API makes itself, those the C library cannot make: that each slice
 //! holds exactly as many elements as rows and cols say, that the sizes fit the C types, and that
 //! the call is synchronous (see [`sync_options`]). Everything else is the library's to judge.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The element types a slice may hold, and the dtype each stands for.
 //!
 //! fp16 and bf16 are carried as their bit patterns (`u16` newtypes): this crate does no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The error type: the library's status plus the message `softmax_last_error()` gave for it.
 
 use std::ffi::CStr;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Safe Rust API over libsoftmax: row-wise softmax, log-softmax, fused softmax+dropout, their
 //! gradients and the sharded-row helpers, on row-major `rows x cols` matrices of `f32`, `f64`,
 //! fp16 or bf16, on the CPU or a CUDA GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Options for a call: backend, log-softmax, CPU threads; and the dropout parameters.
 
 use std::os::raw::c_void;

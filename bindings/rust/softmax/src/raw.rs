@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Pointer-level calls, for device memory and CUDA streams: the library is handed exactly what
 //! it is given, and sizes are the C API's signed integers so that it judges them itself.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Rows sharded by columns: each process or device holds a `rows x cols` slice of longer rows.
 //!
 //! Forward: [`row_stats`] on every shard; merge across shards with `M = max of the shard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The safe forward API: host slices in, `Result` out. x and y may hold different element
 //! types (y's is the result's storage type); the in-place forms keep one type.
 

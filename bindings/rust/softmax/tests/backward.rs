@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! softmax::rows_backward and softmax::dropout_backward against the float64 gradient of the
 //! stored inputs, with poisoned outputs and fresh random inputs each run.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! softmax::dropout: the result agrees with its own mask and the reference, and the mask is a
 //! reproducible function of (seed, offset, flat index), whatever the thread count or shape.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Bad input: every failure is an Err carrying the right status and the library's message, and
 //! nothing is written to the outputs.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! f64 elements, and results stored in another element type than their input (y_dtype),
 //! against the float64 reference with poisoned outputs.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! softmax::rows against the float64 reference on fresh random inputs, for every dtype, with
 //! poisoned outputs so that an unwritten element cannot pass. Inputs are fresh each run (the
 //! seed is printed on failure) and drawn from [-8, 8], as in the C++ suites.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The sharded-row helpers: rows split by columns into shards, per-shard statistics merged as a
 //! distributed caller would (in f32, as the statistics are), and the result compared with the
 //! unsharded float64 softmax and gradient.

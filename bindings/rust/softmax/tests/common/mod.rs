@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Test helpers: a seeded generator, the float64 reference, the tolerance used by the C++ suites
 //! (tests/common/reference.h), and fp16/bf16 bit conversions (round to nearest even) so that the
 //! tests can build half-precision inputs. None of this is part of the crate's API.
