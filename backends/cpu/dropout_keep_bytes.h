@@ -21,6 +21,24 @@ int64_t dropout_word_threshold(float p);
 void dropout_keep_bytes_scalar(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first,
                                int64_t n, uint8_t* keep);
 
+// The vector kernels' frame: the ragged head and tail of [first, first + n) (partial Philox
+// groups of 4) through the scalar code, and whole_groups(g0, g1, out) for groups g0 .. g1-1,
+// whose bytes start at out.
+template <class WholeGroups>
+inline void keep_bytes_by_groups(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first, int64_t n,
+                                 uint8_t* keep, WholeGroups whole_groups) {
+  if (n <= 0) return;
+  const uint64_t end = first + uint64_t(n);
+  const uint64_t body_begin = (first + 3) & ~uint64_t{3}, body_end = end & ~uint64_t{3};
+  if (body_begin >= body_end) {
+    dropout_keep_bytes_scalar(seed, offset, threshold, first, n, keep);
+    return;
+  }
+  dropout_keep_bytes_scalar(seed, offset, threshold, first, int64_t(body_begin - first), keep);
+  dropout_keep_bytes_scalar(seed, offset, threshold, body_end, int64_t(end - body_end), keep + (body_end - first));
+  whole_groups(body_begin / 4, body_end / 4, keep + (body_begin - first));
+}
+
 // The same bytes from plain C++ that the compiler vectorises (per x86 level, target_clones).
 void dropout_keep_bytes_portable(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first,
                                  int64_t n, uint8_t* keep);

@@ -49,27 +49,18 @@ void KeepBytes(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first
 #if HWY_TARGET == HWY_SCALAR
   dropout_keep_bytes_scalar(seed, offset, threshold, first, n, keep);
 #else
-  if (n <= 0) return;
-  const uint64_t end = first + uint64_t(n);
-  const uint64_t body_begin = (first + 3) & ~uint64_t{3}, body_end = end & ~uint64_t{3};
-  if (body_begin >= body_end) {
-    dropout_keep_bytes_scalar(seed, offset, threshold, first, n, keep);
-    return;
-  }
-  dropout_keep_bytes_scalar(seed, offset, threshold, first, int64_t(body_begin - first), keep);
-  dropout_keep_bytes_scalar(seed, offset, threshold, body_end, int64_t(end - body_end), keep + (body_end - first));
-  uint8_t* out = keep + (body_begin - first);
-  const uint64_t g0 = body_begin / 4, g1 = body_end / 4;
-  switch (offset & 3u) {
-    case 0:
-      return WholeGroups<0>(seed, offset, threshold, g0, g1, out);
-    case 1:
-      return WholeGroups<1>(seed, offset, threshold, g0, g1, out);
-    case 2:
-      return WholeGroups<2>(seed, offset, threshold, g0, g1, out);
-    default:
-      return WholeGroups<3>(seed, offset, threshold, g0, g1, out);
-  }
+  keep_bytes_by_groups(seed, offset, threshold, first, n, keep, [&](uint64_t g0, uint64_t g1, uint8_t* out) {
+    switch (offset & 3u) {
+      case 0:
+        return WholeGroups<0>(seed, offset, threshold, g0, g1, out);
+      case 1:
+        return WholeGroups<1>(seed, offset, threshold, g0, g1, out);
+      case 2:
+        return WholeGroups<2>(seed, offset, threshold, g0, g1, out);
+      default:
+        return WholeGroups<3>(seed, offset, threshold, g0, g1, out);
+    }
+  });
 #endif
 }
 

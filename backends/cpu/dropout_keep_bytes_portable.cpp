@@ -79,22 +79,15 @@ WholeGroupsFn whole_groups_for_this_cpu() {
 void dropout_keep_bytes_portable(uint64_t seed, uint64_t offset, int64_t threshold, uint64_t first, int64_t n,
                                  uint8_t* keep) {
 #if SOFTMAX_CPU_X86_LEVELS
-  if (n <= 0) return;
-  const uint64_t end = first + uint64_t(n);
-  const uint64_t body_begin = (first + 3) & ~uint64_t{3}, body_end = end & ~uint64_t{3};
-  if (body_begin >= body_end) {
-    dropout_keep_bytes_scalar(seed, offset, threshold, first, n, keep);
-    return;
-  }
-  dropout_keep_bytes_scalar(seed, offset, threshold, first, int64_t(body_begin - first), keep);
-  dropout_keep_bytes_scalar(seed, offset, threshold, body_end, int64_t(end - body_end), keep + (body_end - first));
-  uint32_t k0[10], k1[10];
-  uint32_t ka = static_cast<uint32_t>(seed), kb = static_cast<uint32_t>(seed >> 32);
-  for (int r = 0; r < 10; ++r, ka += 0x9E3779B9u, kb += 0xBB67AE85u) {
-    k0[r] = ka;
-    k1[r] = kb;
-  }
-  whole_groups_for_this_cpu()(k0, k1, offset, threshold, body_begin / 4, body_end / 4, keep + (body_begin - first));
+  keep_bytes_by_groups(seed, offset, threshold, first, n, keep, [&](uint64_t g0, uint64_t g1, uint8_t* out) {
+    uint32_t k0[10], k1[10];
+    uint32_t ka = static_cast<uint32_t>(seed), kb = static_cast<uint32_t>(seed >> 32);
+    for (int r = 0; r < 10; ++r, ka += 0x9E3779B9u, kb += 0xBB67AE85u) {
+      k0[r] = ka;
+      k1[r] = kb;
+    }
+    whole_groups_for_this_cpu()(k0, k1, offset, threshold, g0, g1, out);
+  });
 #else
   dropout_keep_bytes_scalar(seed, offset, threshold, first, n, keep);
 #endif

@@ -302,26 +302,24 @@ SOFTMAX_CPU_INLINE V max_v(V a, V b) {
   return a > b ? a : b;
 }
 
-// Lanes folded in halves (a fixed tree).
-template <class T>
-SOFTMAX_CPU_INLINE T sum_lanes(typename Simd<T>::V v) {
+// Lanes folded in halves (a fixed tree) with op.
+template <class T, class Op>
+SOFTMAX_CPU_INLINE T fold_lanes(typename Simd<T>::V v, Op op) {
   T t[Simd<T>::kLanes];
   std::memcpy(t, &v, sizeof v);
 #pragma GCC unroll 4
   for (size_t w = Simd<T>::kLanes / 2; w >= 1; w /= 2)
 #pragma GCC unroll 8
-    for (size_t j = 0; j < w; ++j) t[j] += t[j + w];
+    for (size_t j = 0; j < w; ++j) t[j] = op(t[j], t[j + w]);
   return t[0];
 }
 template <class T>
+SOFTMAX_CPU_INLINE T sum_lanes(typename Simd<T>::V v) {
+  return fold_lanes<T>(v, [](T a, T b) { return a + b; });
+}
+template <class T>
 SOFTMAX_CPU_INLINE T max_lanes(typename Simd<T>::V v) {
-  T t[Simd<T>::kLanes];
-  std::memcpy(t, &v, sizeof v);
-#pragma GCC unroll 4
-  for (size_t w = Simd<T>::kLanes / 2; w >= 1; w /= 2)
-#pragma GCC unroll 8
-    for (size_t j = 0; j < w; ++j) t[j] = t[j + w] > t[j] ? t[j + w] : t[j];
-  return t[0];
+  return fold_lanes<T>(v, [](T a, T b) { return b > a ? b : a; });
 }
 
 // exp_scaled on a vector: the same steps, lane by lane.
