@@ -92,7 +92,8 @@ export PKG_CONFIG_PATH="$tree/usr/$multiarch/pkgconfig"
 flags=$(pkg-config --cflags --libs softmax)
 echo "   pkg-config --cflags --libs softmax: $flags"
 # shellcheck disable=SC2086  # flags are words
-cc -std=c99 -Wall -Werror "$example" $flags -Wl,-rpath,"$tree/usr/$multiarch" -o "$tree/example_pkgconfig"
+# -lm: the example's own expf (merging its two shards), not something libsoftmax asks of callers.
+cc -std=c99 -Wall -Werror "$example" $flags -lm -Wl,-rpath,"$tree/usr/$multiarch" -o "$tree/example_pkgconfig"
 loaded=$(ldd "$tree/example_pkgconfig")
 grep -qF "$tree/usr/$multiarch/libsoftmax.so.0" <<<"$loaded" ||
   fail "the example does not load the unpacked library: $loaded"
