@@ -18,6 +18,22 @@ enum class ScratchSlot : int {
   Count = 5
 };
 
+// One growable work buffer, 64-byte aligned, with a vector's worth of slack past `bytes` so
+// kernels may read one full vector past a tail; its contents are not preserved when it grows.
+// Throws std::bad_alloc when memory runs out. Meant to be thread_local (here and grad_scratch.h).
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  ~ScratchBuffer();
+  void* reserve(size_t bytes);
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // A 64-byte aligned buffer of at least `bytes` bytes, owned by the calling thread; its previous
 // contents are not preserved when it grows.
 void* thread_scratch(ScratchSlot slot, size_t bytes);
