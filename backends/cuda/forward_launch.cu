@@ -29,7 +29,9 @@ struct Launches {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
   Outcome block(const Plan& plan) const {
-    return launch_register(register_rows_forward<T, Y, A, kOp, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName);
+    // softmax_dropout's blocks ran slower on a looping grid (launch_register).
+    return launch_register(register_rows_forward<T, Y, A, kOp, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName,
+                           kOp != Forward::Dropout);
   }
   Outcome split() const {
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;

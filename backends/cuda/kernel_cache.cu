@@ -10,50 +10,81 @@
 namespace softmax_internal {
 namespace {
 
-struct Entry {
+// What was asked: resident groups of (threads, cluster), or the large-cluster opt-in (threads 0).
+struct Key {
   const void* kernel;
   int device;
-  int threads;  // 0: the large-cluster opt-in
-  int blocks;
+  int threads;
+  int cluster;
+  bool operator==(const Key& o) const {
+    return kernel == o.kernel && device == o.device && threads == o.threads && cluster == o.cluster;
+  }
+};
+
+struct Entry {
+  Key key;
+  int value;
 };
 
 // A few dozen entries per process: a vector scanned under a mutex is simple and fast enough.
 std::mutex g_mutex;
 std::vector<Entry> g_entries;
 
-bool cached(const void* kernel, int device, int threads, int* blocks) {
+bool cached(const Key& k, int* value) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (const Entry& e : g_entries) {
-    if (e.kernel == kernel && e.device == device && e.threads == threads) {
-      *blocks = e.blocks;
+    if (e.key == k) {
+      *value = e.value;
       return true;
     }
   }
   return false;
 }
 
-void remember(const void* kernel, int device, int threads, int blocks) {
+void remember(const Key& k, int value) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_entries.push_back({kernel, device, threads, blocks});
+  g_entries.push_back({k, value});
 }
 
 }  // namespace
 
 Outcome resident_blocks(const void* kernel, int device, int threads, int sm_count, int* blocks) {
-  if (cached(kernel, device, threads, blocks)) return Outcome::ok();
+  return resident_clusters(kernel, device, threads, 1, sm_count, blocks);
+}
+
+Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int sm_count, int* clusters) {
+  const Key key{kernel, device, threads, cluster};
+  if (cached(key, clusters)) return Outcome::ok();
   // Two threads may both ask the first time; both get the same answer.
-  int per_sm = 0;
-  SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-  *blocks = std::max(1, per_sm * sm_count);
-  remember(kernel, device, threads, *blocks);
+  int n = 0;
+  if (cluster <= 1) {
+    int per_sm = 0;
+    SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    n = per_sm * sm_count;
+  } else {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+  }
+  *clusters = std::max(1, n);
+  remember(key, *clusters);
   return Outcome::ok();
 }
 
 Outcome allow_large_clusters(const void* kernel, int device) {
   int done = 0;
-  if (cached(kernel, device, 0, &done)) return Outcome::ok();
+  const Key key{kernel, device, 0, 16};
+  if (cached(key, &done)) return Outcome::ok();
   SOFTMAX_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  remember(kernel, device, 0, 1);
+  remember(key, 1);
   return Outcome::ok();
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Facts about compiled kernels that the launches need on every call and the runtime is slow to
-// answer: resident blocks per device, and the one-time opt-in to clusters of 16 blocks. Asked
-// once per (kernel, device, block size) and cached.
+// answer: resident blocks or clusters per device, and the one-time opt-in to clusters of 16
+// blocks. Asked once per kernel, device and shape, and cached.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +12,11 @@ namespace softmax_internal {
 
 // Blocks of `threads` threads of `kernel` resident at once on the whole device (>= 1).
 Outcome resident_blocks(const void* kernel, int device, int threads, int sm_count, int* blocks);
+
+// Clusters of `cluster` blocks of `threads` threads of `kernel` resident at once on the whole
+// device (>= 1); cluster 1 counts blocks. Clusters of more than 8 blocks need
+// allow_large_clusters first.
+Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int sm_count, int* clusters);
 
 // Lets `kernel` launch clusters of more than 8 blocks (a kernel-wide attribute, set once).
 Outcome allow_large_clusters(const void* kernel, int device);

@@ -49,12 +49,27 @@ inline int64_t split_min_tiles() {
   return v;
 }
 
+// SOFTMAX_CUDA_LOOP_ROWS=0 (read once, for measuring) gives every row group its own block or
+// cluster even where the rule of launch_register would loop.
+inline bool loop_rows_allowed() {
+  static const bool v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_LOOP_ROWS");
+    return !(s != nullptr && s[0] == '0');
+  }();
+  return v;
+}
+
 }  // namespace launch_detail
 
-// Launches kernel(args, shape) for `plan` (segment, block or cluster).
+// Launches kernel(args, shape) for `plan` (segment, block or cluster). Where the occupancy
+// calculator puts a block alone on its SM (long rows: over 512 threads at 64 registers) and
+// `may_loop` is set, the grid is one wave of resident blocks or clusters that loop over the
+// rows: with a block per row, each SM would sit idle from a block's last store to the next
+// block's first load. Smaller blocks share an SM and hide that gap already (backends/cuda/
+// TUNING.md has the measurements, also for softmax_dropout, which stays a block per row).
 template <class Args>
 Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args& args, int64_t rows, int64_t cols,
-                        const Plan& plan, const LaunchEnv& env, const char* name) {
+                        const Plan& plan, const LaunchEnv& env, const char* name, bool may_loop = true) {
   using namespace launch_detail;
   cuda_kernels::RowShape shape{rows, static_cast<int>(cols), plan.width, plan.cluster};
   cudaLaunchConfig_t cfg = {};
@@ -70,13 +85,21 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
     cfg.blockDim = dim3(kSegmentThreads);
     cfg.gridDim = dim3(static_cast<unsigned>(std::min(ceil_div(rows, rows_per_block), resident * kSegmentWaves)));
   } else {
-    const int64_t groups = std::min(ceil_div(rows, plan.r), kMaxBlockGroups);
+    const void* fn = reinterpret_cast<const void*>(kernel);
+    int64_t groups = std::min(ceil_div(rows, plan.r), kMaxBlockGroups);
+    if (plan.cluster > 8) {
+      if (Outcome o = allow_large_clusters(fn, env.device); !o.good()) return o;
+    }
+    if (may_loop && loop_rows_allowed()) {
+      int resident = 0;
+      if (Outcome o = resident_clusters(fn, env.device, plan.threads, plan.cluster, env.limits->sm_count, &resident);
+          !o.good())
+        return o;
+      if (int64_t(resident) * plan.cluster <= env.limits->sm_count) groups = std::min<int64_t>(groups, resident);
+    }
     cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
     cfg.gridDim = dim3(static_cast<unsigned>(groups * plan.cluster));
     if (plan.cluster > 1) {
-      if (plan.cluster > 8) {
-        if (Outcome o = allow_large_clusters(reinterpret_cast<const void*>(kernel), env.device); !o.good()) return o;
-      }
       attr[0].id = cudaLaunchAttributeClusterDimension;
       attr[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
       attr[0].val.clusterDim.y = 1;

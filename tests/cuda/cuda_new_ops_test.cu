@@ -127,6 +127,17 @@ TEST(CudaBackward, InPlaceAndMisaligned) {
   }
 }
 
+// More rows than the device holds blocks or clusters of the long-row kernels at once, so the
+// grid loops over the rows (launch_register), with aligned and misaligned rows.
+TEST(CudaBackward, LoopingGridOfLongRows) {
+  REQUIRE_GPU();
+  const size_t rows = 2 * size_t(sm_count()) + 3;
+  for (size_t cols : {size_t{12345}, size_t{33000}}) {
+    run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, rows, cols, false, 0, false);
+    run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, rows, cols, true, 1, false);
+  }
+}
+
 TEST(CudaBackward, EveryPairOfTypes) {
   REQUIRE_GPU();
   for (softmax_dtype xt : kAllDtypes) {
@@ -195,6 +206,16 @@ TEST(CudaDropoutBackward, MatchesTheForwardsMask) {
       run_dropout_backward(t, t, rows_for(cols) / 2 | 1, cols, 0.2f, offsets[i % 6], i % 3 == 2 ? 1 : 0);
       ++i;
     }
+  }
+}
+
+// As CudaBackward.LoopingGridOfLongRows, for the dropout backward.
+TEST(CudaDropoutBackward, LoopingGridOfLongRows) {
+  REQUIRE_GPU();
+  const size_t rows = 2 * size_t(sm_count()) + 3;
+  for (size_t cols : {size_t{12345}, size_t{33000}}) {
+    run_dropout_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, rows, cols, 0.2f, 3, 0);
+    run_dropout_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, rows, cols, 0.2f, 0, 1);
   }
 }
 
@@ -366,6 +387,18 @@ TEST(CudaTypes, EveryPairOfStorageTypes) {
         run_forward_typed(xt, yt, 7, cols, true, 8.0f, 1);
       }
     }
+  }
+}
+
+// 16-bit x with f32 y (and the reverse) on rows long enough for the looping grid of
+// launch_register, with more rows than the device holds of those blocks or clusters at once.
+TEST(CudaTypes, MixedTypesOnTheLoopingGrid) {
+  REQUIRE_GPU();
+  const size_t rows = 2 * size_t(sm_count()) + 3;
+  for (size_t cols : {size_t{16384}, size_t{32769}}) {
+    run_forward_typed(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F32, rows, cols, false, 8.0f, 0);
+    run_forward_typed(SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_F32, rows, cols, true, 8.0f, 1);
+    run_forward_typed(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, rows / 2 | 1, cols, false, 8.0f, 3);
   }
 }
 

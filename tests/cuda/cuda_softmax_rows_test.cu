@@ -116,6 +116,21 @@ TEST(CudaRowsStrategies, PersistentGridRowLoops) {
   }
 }
 
+// More rows than the device holds blocks or clusters of the long-row kernels at once (1024-thread
+// blocks, clusters of 2 to 8), so the grid loops over the rows (launch_register); aligned,
+// misaligned by one and three elements, log and not.
+TEST(CudaRowsStrategies, LoopingGridOfLongRows) {
+  REQUIRE_GPU();
+  const size_t rows = 2 * size_t(sm_count()) + 3;
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (size_t cols : {size_t{16000}, size_t{16384}, size_t{32001}, size_t{65536}, size_t{100003}}) {
+      run_case({t, rows, cols, false});
+      run_case({t, rows, cols, true, 1});
+      run_case({t, rows / 2 | 1, cols, false, 3});
+    }
+  }
+}
+
 TEST(CudaRowsInPlace, AllStrategies) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {

@@ -73,6 +73,16 @@ struct DeviceBytes {
   }
 };
 
+// Streaming multiprocessors of the current device (0 when it cannot be asked).
+inline int sm_count() {
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 // 0xFF bytes are NaN in f32, f16 and bf16: any element a kernel forgets to write fails.
 inline cudaError_t poison(void* p, size_t bytes, cudaStream_t s = nullptr) {
   return cudaMemsetAsync(p, 0xFF, bytes, s);
