@@ -31,7 +31,7 @@ ROWS_F32=$(spec rows f32 4 32 128 512 1000 1024 2048 4096 4097 4096+1 8191 8192 
 ROWS_16=$(spec rows bf16 4 32 1024 2050 4096 4096+1 8196 16384 32001 65536),$(spec rows f16 4 1024 4100 8196 32001)
 DROPOUT=$(spec dropout f32 4 128 1024 4096 4097 32768),$(spec dropout3 f32 4 128 1024 4096 32768),$(spec dropout bf16 4 1024 2048 4096)
 BACKWARD=$(spec bwd f32 4 1024 4096 32768 65536 1048576),$(spec bwd bf16 4 1024 4096),$(spec dbwd f32 4 1024 4096 32768)
-MIXED=$(spec mixed bf16 4 1024 4096 8192 32768)
+MIXED=$(spec mixed bf16 4 1024 2048 4096 8192 16384 32768)
 LOG=$(spec log f32 4 1024 32768)
 
 run() {  # name args...
@@ -43,4 +43,4 @@ run() {  # name args...
 run table --torch --cases "$ROWS_F32,$ROWS_16,$DROPOUT,$BACKWARD,$MIXED,$LOG"
 run latency --latency 32768,65536,131072,262144,1048576
 # torch.compile recompiles per shape (seconds each): a subset.
-run compile --torch --compile --cases "$(spec rows f32 4 1024 4096 32768 262144),$(spec rows bf16 4 1024 4096 16384),$(spec dropout f32 4 1024 4096),$(spec mixed bf16 4 4096)"
+run compile --torch --compile --cases "$(spec rows f32 4 1024 4096 16384 32768 262144),$(spec rows bf16 4 1024 4096 16384),$(spec dropout f32 4 1024 4096),$(spec mixed bf16 4 1024 4096 32768),$(spec bwd f32 4 4096 32768)"

@@ -9,8 +9,9 @@ are read once per process, so run it once per setting.
         [--torch] [--json out.json]
 
 A case is op:dtype:ROWSxCOLS[+OFFSET], op one of rows, log, dropout, dropout3 (offset 3), bwd,
-dbwd (dropout backward), mixed (bf16 x -> f32 y), stats; +OFFSET shifts x and y (and dy) by that
-many elements. GB/s counts every array read and written once.
+dbwd (dropout backward), mixed (bf16 x -> f32 y; also timed: the conversion copy of x into y, the
+same bytes read and written), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
+counts every array read and written once.
 """
 import argparse
 import ctypes
@@ -112,6 +113,8 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         err = ((yf.view(rows, cols).double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
         moved = n * es + n * 4
         eager = lambda: torch.softmax(x2, -1, dtype=torch.float32)
+        # The copy that moves the same bytes the same way: x converted into y.
+        convert = lambda: yf.view(rows, cols).copy_(x2)
     elif op in ("dropout", "dropout3"):
         off = 3 if op == "dropout3" else 8
         o = opts()
@@ -175,6 +178,8 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
     gbps = moved / ms / 1e6
     row = {"case": spec, "ms": ms, "gbps": gbps, "copy_gbps": copy_gbps, "pct_copy": 100 * gbps / copy_gbps,
            "err": err}
+    if op == "mixed":
+        row["convert_gbps"] = moved / median_ms(convert, reps) / 1e6
     if with_torch and eager is not None:
         row["torch_gbps"] = moved / median_ms(eager, reps) / 1e6
         if with_compile:
@@ -230,8 +235,9 @@ def main():
         if "error" in r:
             print("%-28s ERROR %s" % (spec, r["error"]), flush=True)
         else:
-            print("%-28s %9.3f ms %7.0f GB/s %5.1f%% of copy  err %.1e%s%s" % (
+            print("%-28s %9.3f ms %7.0f GB/s %5.1f%% of copy  err %.1e%s%s%s" % (
                 spec, r["ms"], r["gbps"], r["pct_copy"], r["err"],
+                "  convert %6.0f" % r["convert_gbps"] if "convert_gbps" in r else "",
                 "  torch %6.0f" % r["torch_gbps"] if "torch_gbps" in r else "",
                 "  compile %6.0f" % r["compile_gbps"] if "compile_gbps" in r else ""), flush=True)
         torch.cuda.empty_cache()
