@@ -127,8 +127,7 @@ const char* end_of(const void* p, int64_t rows, int64_t cols, softmax_dtype t) {
 
 cuda_kernels::DropoutKeys dropout_keys(const DropoutParams& d) {
   cuda_kernels::DropoutKeys k;
-  k.k0 = static_cast<uint32_t>(d.seed);
-  k.k1 = static_cast<uint32_t>(d.seed >> 32);
+  cuda_kernels::set_round_keys(&k, d.seed);
   k.offset = d.offset;
   // 0 < p < 1 here: some word is always kept (u(2^32 - 1) = 1 > p), so the threshold fits.
   k.threshold = static_cast<uint32_t>(dropout_keep_threshold(d.p));

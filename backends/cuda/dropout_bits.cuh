@@ -15,10 +15,16 @@
 namespace softmax_internal {
 namespace cuda_kernels {
 
-// Everything a kernel needs to decide keep bits: the key, the offset, and the threshold
+constexpr int kPhiloxRounds = 10;
+
+// Everything a kernel needs to decide keep bits: the key schedule, the offset, and the threshold
 // (keep when the 32-bit word >= threshold, equivalent to u > p; see dropout_keep_threshold).
+// The round keys are the same for every thread: computed once on the host, they sit in the
+// kernel's parameter space, where each round's XOR reads them as a constant operand instead of
+// spending two additions per round per evaluation on them.
 struct DropoutKeys {
-  uint32_t k0, k1;
+  uint32_t round_k0[kPhiloxRounds];  // k0 + r * 0x9E3779B9, r = 0..9
+  uint32_t round_k1[kPhiloxRounds];  // k1 + r * 0xBB67AE85
   uint64_t offset;
   uint32_t threshold;
   float scale;     // 1 / (1 - p) in fp32 (dropout_scale)
@@ -33,21 +39,36 @@ struct DropoutKeys {
   }
 };
 
+// The host side of DropoutKeys: the key schedule of the 64-bit seed.
+inline void set_round_keys(DropoutKeys* d, uint64_t seed) {
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int r = 0; r < kPhiloxRounds; ++r) {
+    d->round_k0[r] = k0;
+    d->round_k1[r] = k1;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
 // Philox4x32-10 with each 32x32 -> 64 product as one wide multiply.
-__device__ __forceinline__ void philox_rounds(uint32_t (&c)[4], uint32_t k0, uint32_t k1) {
+__device__ __forceinline__ void philox_rounds(uint32_t (&c)[4], const DropoutKeys& d) {
 #pragma unroll
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
     const uint64_t p0 = uint64_t(0xD2511F53u) * c[0];
     const uint64_t p1 = uint64_t(0xCD9E8D57u) * c[2];
-    const uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ k0;
-    const uint32_t n2 = uint32_t(p0 >> 32) ^ c[3] ^ k1;
+    const uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ d.round_k0[round];
+    const uint32_t n2 = uint32_t(p0 >> 32) ^ c[3] ^ d.round_k1[round];
     c[0] = n0;
     c[1] = uint32_t(p1);
     c[2] = n2;
     c[3] = uint32_t(p0);
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
   }
+}
+
+// Bit j set when word j of a Philox block is kept.
+__device__ __forceinline__ uint32_t keep_nibble(const uint32_t (&w)[4], uint32_t threshold) {
+  return uint32_t(w[0] >= threshold) | uint32_t(w[1] >= threshold) << 1 | uint32_t(w[2] >= threshold) << 2 |
+         uint32_t(w[3] >= threshold) << 3;
 }
 
 // Keep bits of the four flat elements 4g .. 4g+3 (bit j: element 4g + j kept).
@@ -56,25 +77,19 @@ __device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
   uint32_t a[4] = {uint32_t(lo), uint32_t(lo >> 32), uint32_t(g), uint32_t(g >> 32)};
   const unsigned phase = unsigned(d.offset & 3u);
   if (phase == 0) {
-    philox_rounds(a, d.k0, d.k1);
-    return uint32_t(a[0] >= d.threshold) | uint32_t(a[1] >= d.threshold) << 1 |
-           uint32_t(a[2] >= d.threshold) << 2 | uint32_t(a[3] >= d.threshold) << 3;
+    philox_rounds(a, d);
+    return keep_nibble(a, d.threshold);
   }
-  // The draw straddles two blocks: words [phase, 4) of this one, [0, phase) of the next.
+  // The draw straddles two blocks: words [phase, 4) of this one, [0, phase) of the next. Both
+  // blocks' bits side by side in one byte, shifted by the phase (no word is indexed by a
+  // run-time value, which would move the blocks to local memory).
   uint32_t b[4] = {a[0] + 1u, a[1] + (a[0] == 0xffffffffu ? 1u : 0u), a[2], a[3]};
   if (b[0] == 0 && b[1] == 0) {  // carry into the upper half of the counter (curand's increment)
     if (++b[2] == 0) ++b[3];
   }
-  philox_rounds(a, d.k0, d.k1);
-  philox_rounds(b, d.k0, d.k1);
-  uint32_t bits = 0;
-#pragma unroll
-  for (unsigned j = 0; j < 4; ++j) {
-    const unsigned w = phase + j;
-    const uint32_t word = w < 4 ? a[w & 3] : b[(w - 4) & 3];
-    bits |= uint32_t(word >= d.threshold) << j;
-  }
-  return bits;
+  philox_rounds(a, d);
+  philox_rounds(b, d);
+  return ((keep_nibble(a, d.threshold) | keep_nibble(b, d.threshold) << 4) >> phase) & 0xFu;
 }
 
 // Keep bits of each of a thread's K chunks of V elements (V a multiple of 4), chunk k starting

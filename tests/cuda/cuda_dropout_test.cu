@@ -124,8 +124,8 @@ TEST(CudaDropout, KeepRateWithinBinomialBounds) {
   for (float p : {0.1f, 0.5f, 0.9f}) {
     const uint64_t seed = fresh_seed();
     const softmax_options o = cuda_options();
-    ASSERT_EQ(softmax_dropout(dx.p, dy.p, dm.at<uint8_t>(), rows, cols, SOFTMAX_DTYPE_F32, p, seed, 0, &o),
-              SOFTMAX_STATUS_SUCCESS);
+    ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.p, dy.p, dm.at<uint8_t>(), rows, cols, SOFTMAX_DTYPE_F32, p, seed, 0, &o),
+                           int64_t(cols), 4, 1);
     std::vector<uint8_t> mask(n);
     CUDA_OK(cudaMemcpy(mask.data(), dm.p, n, cudaMemcpyDeviceToHost));
     size_t kept = 0;
@@ -146,9 +146,10 @@ TEST(CudaDropout, PZeroIsSoftmaxRowsBitForBit) {
       CUDA_OK(poison(dy.p, n * es));
       CUDA_OK(poison(dz.p, n * es));
       const softmax_options o = cuda_options();
-      ASSERT_EQ(softmax_rows(dx.p, dy.p, rows, cols, t, &o), SOFTMAX_STATUS_SUCCESS);
-      ASSERT_EQ(softmax_dropout(dx.p, dz.p, dm.at<uint8_t>(), rows, cols, t, 0.0f, 5, 3, &o),
-                SOFTMAX_STATUS_SUCCESS);
+      // p = 0 runs softmax_rows' kernels: one array per thread.
+      ASSERT_RUNS_OR_REFUSED(softmax_rows(dx.p, dy.p, rows, cols, t, &o), int64_t(cols), es, 1);
+      ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.p, dz.p, dm.at<uint8_t>(), rows, cols, t, 0.0f, 5, 3, &o),
+                             int64_t(cols), es, 1);
       std::vector<unsigned char> a(n * es), b(n * es);
       std::vector<uint8_t> mask(n);
       CUDA_OK(cudaMemcpy(a.data(), dy.p, n * es, cudaMemcpyDeviceToHost));
@@ -192,8 +193,8 @@ TEST(CudaDropout, WithoutMaskMatchesWithMask) {
   DeviceBytes dx(n * 4), dy(n * 4), dz(n * 4), dm(n);
   CUDA_OK(cudaMemcpy(dx.p, x.data(), n * 4, cudaMemcpyHostToDevice));
   const softmax_options o = cuda_options();
-  ASSERT_EQ(softmax_dropout(dx.p, dy.p, dm.at<uint8_t>(), rows, cols, SOFTMAX_DTYPE_F32, 0.2f, 99, 6, &o),
-            SOFTMAX_STATUS_SUCCESS);
+  ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.p, dy.p, dm.at<uint8_t>(), rows, cols, SOFTMAX_DTYPE_F32, 0.2f, 99, 6, &o),
+                         int64_t(cols), 4, 1);
   ASSERT_EQ(softmax_dropout(dx.p, dz.p, nullptr, rows, cols, SOFTMAX_DTYPE_F32, 0.2f, 99, 6, &o),
             SOFTMAX_STATUS_SUCCESS);
   std::vector<float> a(n), b(n);
