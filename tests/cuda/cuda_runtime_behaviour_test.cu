@@ -18,6 +18,7 @@ namespace {
 // Each thread owns a stream and a few problems of different strategies; every call is checked.
 TEST(CudaRuntime, ConcurrentThreadsAndStreams) {
   REQUIRE_GPU();
+  SKIP_UNDER_FORCED_STRATEGY();
   constexpr int kThreads = 6, kIters = 6;
   const std::pair<size_t, size_t> shapes[] = {{2049, 33}, {301, 1000}, {97, 6000}, {37, 40000}, {3, 150001}};
   std::atomic<int> failures{0};
@@ -68,6 +69,7 @@ TEST(CudaRuntime, ConcurrentThreadsAndStreams) {
 // whose workspace is a stream-ordered allocation), replayed on two different inputs.
 TEST(CudaRuntime, GraphCaptureAndReplay) {
   REQUIRE_GPU();
+  SKIP_UNDER_FORCED_STRATEGY();
   const std::pair<size_t, size_t> shapes[] = {{1001, 64}, {65, 5000}, {33, 40000}, {2, 300000}};
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -121,6 +123,7 @@ TEST(CudaRuntime, GraphCaptureAndReplay) {
 
 TEST(CudaRuntime, AutoPicksCudaForDevicePointers) {
   REQUIRE_GPU();
+  SKIP_UNDER_FORCED_STRATEGY();
   EXPECT_EQ(softmax_backend_available(SOFTMAX_BACKEND_CUDA), 1);
   const size_t rows = 513, cols = 700, n = rows * cols;
   const uint64_t seed = fresh_seed();
@@ -159,6 +162,7 @@ TEST(CudaRuntime, HostPointerToCudaBackendIsWrongMemorySpace) {
 
 TEST(CudaRuntime, PinnedAndManagedMemoryAccepted) {
   REQUIRE_GPU();
+  SKIP_UNDER_FORCED_STRATEGY();
   const size_t rows = 129, cols = 3000, n = rows * cols;
   const uint64_t seed = fresh_seed();
   const Buffer x = random_input(SOFTMAX_DTYPE_F32, n, seed);
@@ -184,6 +188,7 @@ TEST(CudaRuntime, PinnedAndManagedMemoryAccepted) {
 
 TEST(CudaRuntime, CurrentDeviceUnchanged) {
   REQUIRE_GPU();
+  SKIP_UNDER_FORCED_STRATEGY();
   int n = 0;
   CUDA_OK(cudaGetDeviceCount(&n));
   int before = -1, after = -2;

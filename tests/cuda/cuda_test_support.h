@@ -124,6 +124,17 @@ inline softmax_status expected_status(int64_t cols, size_t layout_bytes, int arr
                                                                                      : SOFTMAX_STATUS_INTERNAL_ERROR;
 }
 
+// The runtime-behaviour tests (threads, streams, graphs, memory kinds) run lengths of every
+// strategy in one test and check the call machinery, not a kernel: under a forced strategy that
+// refuses some of those lengths (all but split), they skip and say so.
+#define SKIP_UNDER_FORCED_STRATEGY()                                                                 \
+  do {                                                                                               \
+    softmax_internal::Strategy s_;                                                                   \
+    if (::softmax_cuda_test::forced_strategy(&s_) && s_ != softmax_internal::Strategy::Split)       \
+      GTEST_SKIP() << "checks the call machinery under the default plan; SOFTMAX_CUDA_STRATEGY="     \
+                   << softmax_internal::strategy_name(s_) << " refuses some of its row lengths";     \
+  } while (0)
+
 // Asserts that `call` returns expected_status(...); after a (checked) refusal the test returns.
 #define ASSERT_RUNS_OR_REFUSED(call, cols, layout_bytes, arrays)                                   \
   do {                                                                                             \
