@@ -23,6 +23,7 @@ struct Launches {
   const LaunchEnv& env;
   static constexpr int V = kChunkElems<T>;
   static constexpr int KMAX = max_chunks(V, kForwardArrays<T, kOp>);
+  static constexpr int KWIDE = wide_chunks(V, kForwardArrays<T, kOp>);
   static constexpr const char* kName = "softmax forward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
@@ -30,8 +31,15 @@ struct Launches {
   }
   Outcome block(const Plan& plan) const {
     // softmax_dropout's blocks ran slower on a looping grid (launch_register).
+    constexpr bool kMayLoop = kOp != Forward::Dropout;
+    if constexpr (KWIDE != KMAX) {
+      if (plan.k == KWIDE) {
+        return launch_register(register_rows_forward<T, Y, A, kOp, KWIDE, 1, true>, a, a.rows, a.cols, plan, env,
+                               kName, kMayLoop);
+      }
+    }
     return launch_register(register_rows_forward<T, Y, A, kOp, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName,
-                           kOp != Forward::Dropout);
+                           kMayLoop);
   }
   Outcome split() const {
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;

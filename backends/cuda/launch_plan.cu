@@ -60,20 +60,26 @@ bool segment_plan(int64_t chunks, const KernelFamily& f, Plan* p) {
   return true;
 }
 
+// One block of block_k chunks per thread, or of wide_k when the row needs more.
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
-  const int64_t threads = round_up32(ceil_div(chunks, f.block_k));
-  if (threads > max_threads) return false;
-  *p = Plan{Strategy::Block, f.block_k, 1, 32, int(threads), 1};
-  return true;
+  for (int k : {f.block_k, f.wide_k}) {
+    const int64_t threads = round_up32(ceil_div(chunks, k));
+    if (threads <= max_threads) {
+      *p = Plan{Strategy::Block, k, 1, 32, int(threads), 1};
+      return true;
+    }
+  }
+  return false;
 }
 
-// The smallest cluster (at least `min_cluster` blocks) whose blocks hold the row.
+// The smallest cluster (at least `min_cluster` blocks of wide_k chunks per thread) whose blocks
+// hold the row.
 bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int max_cluster, int min_cluster,
                   Plan* p) {
   for (int c = min_cluster; c <= max_cluster; c *= 2) {
-    const int64_t threads = round_up32(ceil_div(ceil_div(chunks, c), f.block_k));
+    const int64_t threads = round_up32(ceil_div(ceil_div(chunks, c), f.wide_k));
     if (threads <= max_threads) {
-      *p = Plan{Strategy::Cluster, f.block_k, 1, 32, int(threads), c};
+      *p = Plan{Strategy::Cluster, f.wide_k, 1, 32, int(threads), c};
       return true;
     }
   }
@@ -92,6 +98,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full) {
     ++f.segments;
   }
   f.block_k = kmax;
+  f.wide_k = wide_chunks(chunk_elems, arrays);
   return f;
 }
 

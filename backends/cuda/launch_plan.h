@@ -40,15 +40,27 @@ constexpr int kThreadChunks = 4;
 // Chunks per thread per array.
 constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks / arrays; }
 
+// Chunks per thread of the block and cluster kernels for rows past one block of max_chunks: f32
+// rows of a one-array family hold twice as many (eight chunks, 32 values), so rows of 16K-32K
+// columns take one block instead of a cluster of two and longer rows half the cluster, and the
+// per-row reduction and barriers are paid over twice the elements. At 1024 threads these
+// kernels spill a few words (softmax 104 bytes, dropout 328) and still measured faster on
+// aligned rows (backends/cuda/TUNING.md); 16-bit layouts already hold 32 values per thread.
+constexpr int wide_chunks(int chunk_elems, int arrays) {
+  return chunk_elems == 4 && arrays == 1 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
+}
+
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
 // segment shapes (K chunks per thread per array, R rows per segment at a time, K * R =
-// max_chunks) in increasing K, all of them (full) or the smallest and largest (reduced), and a
-// block kernel of max_chunks.
+// max_chunks) in increasing K, all of them (full) or the smallest and largest (reduced), a
+// block kernel of max_chunks and one of wide_chunks for longer rows and clusters (the same
+// kernel where they are equal).
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
   int segments;  // entries used
   int block_k;
+  int wide_k;
 };
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full);
@@ -57,11 +69,11 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full);
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
 // which calls must be refused.
 inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays) {
-  const int64_t k = max_chunks(chunk_elems, arrays);
+  const int64_t k = max_chunks(chunk_elems, arrays), wide = wide_chunks(chunk_elems, arrays);
   switch (s) {
     case Strategy::Segment: return 32 * k;
-    case Strategy::Block: return 1024 * k;
-    case Strategy::Cluster: return 8 * 1024 * k;
+    case Strategy::Block: return 1024 * wide;
+    case Strategy::Cluster: return 8 * 1024 * wide;
     case Strategy::Split: break;
   }
   return INT64_MAX;
