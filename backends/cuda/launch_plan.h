@@ -34,7 +34,8 @@ inline const char* strategy_name(Strategy s) {
 
 // Every thread of a register kernel holds kThreadChunks 16-byte chunks of its row (split between
 // the arrays it holds, e.g. y and dy for the backward): 64 bytes of loads in flight per thread
-// whatever the element size, and few enough registers that 1024-thread blocks do not spill.
+// whatever the element size, and few enough registers that 1024-thread blocks do not spill
+// (the wide f32 kernels for long rows hold twice that; see wide_chunks).
 constexpr int kThreadChunks = 4;
 
 // Chunks per thread per array.
