@@ -29,17 +29,18 @@ struct Launches {
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
+  // A block or cluster kernel of K chunks per thread. softmax_dropout's blocks ran slower on a
+  // looping grid (launch_register).
+  template <int K>
+  Outcome block_of(const Plan& plan) const {
+    return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,
+                           kOp != Forward::Dropout);
+  }
   Outcome block(const Plan& plan) const {
-    // softmax_dropout's blocks ran slower on a looping grid (launch_register).
-    constexpr bool kMayLoop = kOp != Forward::Dropout;
     if constexpr (KWIDE != KMAX) {
-      if (plan.k == KWIDE) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, KWIDE, 1, true>, a, a.rows, a.cols, plan, env,
-                               kName, kMayLoop);
-      }
+      if (plan.k == KWIDE) return block_of<KWIDE>(plan);
     }
-    return launch_register(register_rows_forward<T, Y, A, kOp, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName,
-                           kMayLoop);
+    return block_of<KMAX>(plan);
   }
   Outcome split() const {
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;

@@ -131,7 +131,7 @@ TEST(CudaBackward, InPlaceAndMisaligned) {
 // grid loops over the rows (launch_register), with aligned and misaligned rows.
 TEST(CudaBackward, LoopingGridOfLongRows) {
   REQUIRE_GPU();
-  const size_t rows = 2 * size_t(sm_count()) + 3;
+  const size_t rows = rows_past_resident_blocks();
   for (size_t cols : {size_t{12345}, size_t{33000}}) {
     run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, rows, cols, false, 0, false);
     run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, rows, cols, true, 1, false);
@@ -212,7 +212,7 @@ TEST(CudaDropoutBackward, MatchesTheForwardsMask) {
 // As CudaBackward.LoopingGridOfLongRows, for the dropout backward.
 TEST(CudaDropoutBackward, LoopingGridOfLongRows) {
   REQUIRE_GPU();
-  const size_t rows = 2 * size_t(sm_count()) + 3;
+  const size_t rows = rows_past_resident_blocks();
   for (size_t cols : {size_t{12345}, size_t{33000}}) {
     run_dropout_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, rows, cols, 0.2f, 3, 0);
     run_dropout_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, rows, cols, 0.2f, 0, 1);
@@ -394,7 +394,7 @@ TEST(CudaTypes, EveryPairOfStorageTypes) {
 // launch_register, with more rows than the device holds of those blocks or clusters at once.
 TEST(CudaTypes, MixedTypesOnTheLoopingGrid) {
   REQUIRE_GPU();
-  const size_t rows = 2 * size_t(sm_count()) + 3;
+  const size_t rows = rows_past_resident_blocks();
   for (size_t cols : {size_t{16384}, size_t{32769}}) {
     run_forward_typed(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F32, rows, cols, false, 8.0f, 0);
     run_forward_typed(SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_F32, rows, cols, true, 8.0f, 1);

@@ -121,7 +121,7 @@ TEST(CudaRowsStrategies, PersistentGridRowLoops) {
 // misaligned by one and three elements, log and not.
 TEST(CudaRowsStrategies, LoopingGridOfLongRows) {
   REQUIRE_GPU();
-  const size_t rows = 2 * size_t(sm_count()) + 3;
+  const size_t rows = rows_past_resident_blocks();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
     for (size_t cols : {size_t{16000}, size_t{16384}, size_t{32001}, size_t{65536}, size_t{100003}}) {
       run_case({t, rows, cols, false});

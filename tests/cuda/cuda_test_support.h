@@ -73,14 +73,16 @@ struct DeviceBytes {
   }
 };
 
-// Streaming multiprocessors of the current device (0 when it cannot be asked).
-inline int sm_count() {
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+// A row count past what the device holds at once of the long-row kernels' blocks or clusters
+// (at most one block per SM), so their grid loops over the rows (launch_register): twice the
+// SM count and an odd remainder.
+inline size_t rows_past_resident_blocks() {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
     (void)cudaGetLastError();
-    return 0;
+    sms = 0;
   }
-  return n;
+  return 2 * size_t(sms) + 3;
 }
 
 // 0xFF bytes are NaN in f32, f16 and bf16: any element a kernel forgets to write fails.
