@@ -17,14 +17,14 @@ struct Launches {
   const BackwardArgs& a;
   const LaunchEnv& env;
   static constexpr int V = kChunkElems<T>;
-  static constexpr int KMAX = max_chunks(V, 2);
   static constexpr const char* kName = "softmax backward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_backward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
+  template <int K>
   Outcome block(const Plan& plan) const {
-    return launch_register(register_rows_backward<T, Y, A, kOp, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_backward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName);
   }
   Outcome split() const {
     const int64_t bytes_per_col = 2 * (kGeneric<T> ? dtype_bytes(a.y_dtype) : Elem<T>::kBytes);

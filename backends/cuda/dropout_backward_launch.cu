@@ -13,14 +13,14 @@ struct Launches {
   const DropoutBackwardArgs& a;
   const LaunchEnv& env;
   static constexpr int V = kChunkElems<T>;
-  static constexpr int KMAX = max_chunks(V, 2);
   static constexpr const char* kName = "softmax dropout backward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_dropout_backward<T, A, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
+  template <int K>
   Outcome block(const Plan& plan) const {
-    return launch_register(register_rows_dropout_backward<T, A, KMAX, 1, true>, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_dropout_backward<T, A, K, 1, true>, a, a.rows, a.cols, plan, env, kName);
   }
   Outcome split() const {
     const int64_t bytes_per_col = dtype_bytes(a.x_dtype) + dtype_bytes(a.dy_dtype);

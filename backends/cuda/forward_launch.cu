@@ -22,25 +22,16 @@ struct Launches {
   const ForwardArgs& a;
   const LaunchEnv& env;
   static constexpr int V = kChunkElems<T>;
-  static constexpr int KMAX = max_chunks(V, kForwardArrays<T, kOp>);
-  static constexpr int KWIDE = wide_chunks(V, kForwardArrays<T, kOp>);
   static constexpr const char* kName = "softmax forward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
-  // A block or cluster kernel of K chunks per thread. softmax_dropout's blocks ran slower on a
-  // looping grid (launch_register).
+  // softmax_dropout's blocks ran slower on a looping grid (launch_register).
   template <int K>
-  Outcome block_of(const Plan& plan) const {
+  Outcome block(const Plan& plan) const {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,
                            kOp != Forward::Dropout);
-  }
-  Outcome block(const Plan& plan) const {
-    if constexpr (KWIDE != KMAX) {
-      if (plan.k == KWIDE) return block_of<KWIDE>(plan);
-    }
-    return block_of<KMAX>(plan);
   }
   Outcome split() const {
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;

@@ -200,10 +200,12 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
   }
 }
 
-// Plans and launches one kernel family: l provides segment<K, R>(plan), block(plan), split().
+// Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
+// and cluster plans, K = max_chunks or wide_chunks) and split().
 template <int kChunkElems, int kArrays, bool kFull, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
+  constexpr int KWIDE = wide_chunks(kChunkElems, kArrays);
   Plan plan;
   if (Outcome o = make_plan(cols, kChunkElems, kernel_family(kChunkElems, kArrays, kFull), *env.limits, &plan);
       !o.good())
@@ -211,7 +213,11 @@ Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   switch (plan.strategy) {
     case Strategy::Segment: return for_segment_shape<KMAX, kFull>(plan, l);
     case Strategy::Block:
-    case Strategy::Cluster: return l.block(plan);
+    case Strategy::Cluster:
+      if constexpr (KWIDE != KMAX) {
+        if (plan.k == KWIDE) return l.template block<KWIDE>(plan);
+      }
+      return l.template block<KMAX>(plan);
     case Strategy::Split: break;
   }
   return l.split();

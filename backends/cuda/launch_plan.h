@@ -42,13 +42,14 @@ constexpr int kThreadChunks = 4;
 constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks / arrays; }
 
 // Chunks per thread of the block and cluster kernels for rows past one block of max_chunks: f32
-// rows of a one-array family hold twice as many (eight chunks, 32 values), so rows of 16K-32K
-// columns take one block instead of a cluster of two and longer rows half the cluster, and the
-// per-row reduction and barriers are paid over twice the elements. At 1024 threads these
-// kernels spill a few words (softmax 104 bytes, dropout 328) and still measured faster on
-// aligned rows (backends/cuda/TUNING.md); 16-bit layouts already hold 32 values per thread.
+// rows hold twice as many (32 values per thread over the arrays held, as 16-bit layouts do at
+// max_chunks), so a forward row of 16K-32K columns (a backward row of 8K-16K) takes one block
+// instead of a cluster of two, longer rows half the cluster, and the per-row reduction and
+// barriers are paid over twice the elements. At 1024 threads some of these kernels spill a few
+// words (forward softmax 104 bytes, dropout 328) and still measured faster on aligned rows
+// (backends/cuda/TUNING.md).
 constexpr int wide_chunks(int chunk_elems, int arrays) {
-  return chunk_elems == 4 && arrays == 1 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
+  return chunk_elems == 4 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
 }
 
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
