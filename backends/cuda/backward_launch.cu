@@ -46,7 +46,12 @@ struct Family {
   const LaunchEnv& env;
   template <class T, class Y>
   Outcome run() const {
-    return launch_family<T, Y, float, kOp, kOp == Backward::Full && std::is_same_v<T, Y>>(a, env);
+    constexpr bool kFull = kOp == Backward::Full && std::is_same_v<T, Y>;
+    // A dx wider than y whose rows do not all start on a 16-byte boundary: the realigning store.
+    if constexpr (Elem<Y>::kBytes > Elem<T>::kBytes) {
+      if (!rows_on_vectors(a.dx, a.cols, Elem<Y>::kBytes)) return launch_family<T, Unaligned<Y>, float, kOp, kFull>(a, env);
+    }
+    return launch_family<T, Y, float, kOp, kFull>(a, env);
   }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The forward kernel family: which instantiation serves which storage types and plan.
-//   x and y f32, or both 16-bit, or 16-bit x with f32 y  the full set of shapes (the speed paths)
+//   x and y f32, or both 16-bit, or 16-bit x with f32 y  the full set of shapes (the speed paths;
+//                                                        f32 y twice: rows on 16-byte vectors or not)
 //   f32 x with 16-bit y                                   a reduced set
 //   any f64                                               the generic kernels, fp64 arithmetic
 #include "backends/cuda/launch_ops.h"
@@ -45,7 +46,9 @@ Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, kForwardArrays<T, kOp>, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
-// Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.
+// Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape. A y wider
+// than x whose rows do not all start on a 16-byte boundary gets the kernels with the realigning
+// store (Unaligned).
 template <Forward kOp>
 struct Family {
   const ForwardArgs& a;
@@ -54,6 +57,9 @@ struct Family {
   Outcome run() const {
     constexpr bool kFull =
         (kOp == Forward::Softmax || kOp == Forward::Dropout) && (std::is_same_v<X, Y> || std::is_same_v<Y, float>);
+    if constexpr (Elem<Y>::kBytes > Elem<X>::kBytes) {
+      if (!rows_on_vectors(a.y, a.cols, Elem<Y>::kBytes)) return launch_family<X, Unaligned<Y>, float, kOp, kFull>(a, env);
+    }
     return launch_family<X, Y, float, kOp, kFull>(a, env);
   }
 };

@@ -55,6 +55,25 @@ constexpr bool kGeneric = false;
 template <>
 constexpr bool kGeneric<AnyDtype> = true;
 
+// Rows stored as U (wider than the layout's elements: 16-bit rows stored as f32) that do not all
+// start on a 16-byte boundary. Kernels instantiated with it store through the realigning store
+// (row_frame.cuh, store_resized); the launchers pick it per call (rows_on_vectors), so the
+// kernels for aligned rows keep their plain stores and their registers.
+template <class U>
+struct Unaligned {};
+template <class U>
+struct Elem<Unaligned<U>> : Elem<U> {};
+template <class U>
+constexpr bool kUnaligned = false;
+template <class U>
+constexpr bool kUnaligned<Unaligned<U>> = true;
+
+// Whether every row of an array (rows of `cols` elements of `bytes` bytes from `base`) starts on
+// a 16-byte boundary.
+inline bool rows_on_vectors(const void* base, int64_t cols, int bytes) {
+  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (cols * bytes) % 16 == 0;
+}
+
 // Elements of T in one 16-byte chunk.
 template <class T>
 constexpr int kChunkElems = 16 / Elem<T>::kBytes;
