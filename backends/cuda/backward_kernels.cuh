@@ -41,32 +41,33 @@ struct BackwardArgs {
   int64_t cols;
 };
 
-// The thread's share of D over its chunks.
-template <class A, int K, int V>
-__device__ __forceinline__ A backward_dot(const A (&y)[K][V], const A (&dy)[K][V], bool log_softmax) {
+// The thread's share of D over its held chunks of y and dy.
+template <class A, int K, int V, class Held>
+__device__ __forceinline__ A backward_dot(const Held& y, const Held& dy, bool log_softmax) {
   A d = A(0);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
-    for (int j = 0; j < V; ++j) d += log_softmax ? dy[k][j] : dy[k][j] * y[k][j];
+    for (int j = 0; j < V; ++j) d += log_softmax ? dy.get(k, j) : dy.get(k, j) * y.get(k, j);
   }
   return d;
 }
 
-// dx from y, dy and D, into dy's registers.
-template <class A, int K, int V>
-__device__ __forceinline__ void backward_finish(const A (&y)[K][V], A (&dy)[K][V], A D, bool log_softmax) {
+// dx from the held y and dy and D.
+template <class A, int K, int V, class Held>
+__device__ __forceinline__ void backward_finish(const Held& y, const Held& dy, A D, bool log_softmax, A (&dx)[K][V]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      dy[k][j] = log_softmax ? dy[k][j] - exp_of(y[k][j]) * D : y[k][j] * (dy[k][j] - D);
+      const A yv = y.get(k, j), g = dy.get(k, j);
+      dx[k][j] = log_softmax ? g - exp_of(yv) * D : yv * (g - D);
     }
   }
 }
 
 template <class T, class Y, class A, Backward kOp, int K, int R, bool kBlock>
-__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_backward(BackwardArgs a,
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, 2 * held_registers<T, A, Elem<T>::kBytes == 2>(K * R))) register_rows_backward(BackwardArgs a,
                                                                                           RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Sums<A, 1>;
@@ -76,15 +77,15 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   const int cols = shape.cols;
   int gen = 0;
   for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
-    A y[R][K][V], dy[R][K][V];
+    HeldRow<T, A, K, V> y[R], dy[R];
     Part part[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t row = walk.row(r);
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
-      load_values<T, A, K, V>(a.y, a.y_end, first, cols, live, a.y_dtype, walk.place, A(0), y[r]);
-      load_values<T, A, K, V>(a.dy, a.dy_end, first, cols, live, a.y_dtype, walk.place, A(0), dy[r]);
+      y[r].load(a.y, a.y_end, first, cols, live, a.y_dtype, walk.place, A(0));
+      dy[r].load(a.dy, a.dy_end, first, cols, live, a.y_dtype, walk.place, A(0));
       part[r] = Part{{kOp == Backward::FromStats ? A(0) : backward_dot<A, K, V>(y[r], dy[r], a.log_softmax)}};
     }
     if constexpr (kOp != Backward::FromStats) {
@@ -103,8 +104,9 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         if (live && writer) a.row_dot[row] = static_cast<float>(part[r].s[0]);
       } else {
         const A D = kOp == Backward::FromStats ? (live ? A(a.row_dot_in[row]) : A(0)) : part[r].s[0];
-        backward_finish<A, K, V>(y[r], dy[r], D, a.log_softmax);
-        store_row<T, Y, A, K, V>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.dx_dtype, walk.place, dy[r]);
+        A dx[K][V];
+        backward_finish<A, K, V>(y[r], dy[r], D, a.log_softmax, dx);
+        store_row<T, Y, A, K, V>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.dx_dtype, walk.place, dx);
       }
     }
   }
@@ -133,9 +135,10 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
   const int64_t part_cols_end = end * V < cols ? end * V : cols;
   const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
-  auto load_tile = [&](int64_t col0, int limit, A (&y)[K][V], A (&dy)[K][V]) {
-    load_values<T, A, K, V>(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0), y);
-    load_values<T, A, K, V>(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0), dy);
+  using Held = HeldRow<T, A, K, V>;
+  auto load_tile = [&](int64_t col0, int limit, Held& y, Held& dy) {
+    y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+    dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
   };
 
   if (stats_role) {
@@ -143,7 +146,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t col0 = t * V;
       const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
-      A y[K][V], dy[K][V];
+      Held y, dy;
       load_tile(col0, limit, y, dy);
       d += backward_dot<A, K, V>(y, dy, a.log_softmax);
     }
@@ -172,10 +175,11 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   for (int64_t t = last; t >= begin; t -= kTile) {
     const int64_t col0 = t * V;
     const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
-    A y[K][V], dy[K][V];
+    Held y, dy;
     load_tile(col0, limit, y, dy);
-    backward_finish<A, K, V>(y, dy, D, a.log_softmax);
-    store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit, true, a.dx_dtype, p, dy);
+    A dx[K][V];
+    backward_finish<A, K, V>(y, dy, D, a.log_softmax, dx);
+    store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit, true, a.dx_dtype, p, dx);
   }
 }
 

@@ -90,29 +90,32 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
   }
 }
 
-// Applies the output factor (or log offset) and the keep bits, writes the mask and y. The
+// Applies the output factor (or log offset) and the keep bits to a thread's held chunks and
+// writes the mask and y. The held chunks are the exps (softmax, where they hold values), or
+// the inputs: log-softmax uses them as they are, softmax takes their exps with `sh` first. The
 // pointers and flat0 point at column 0 of the thread's row (or of its split tile); only
 // columns below `limit` are written.
-template <class T, class Y, class A, Forward kOp, int K, int V>
+template <class T, class Y, class A, Forward kOp, int K, int V, class Held>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
-                                               const Place& p, A (&v)[K][V], A factor, LogShift<A> log) {
-  uint8_t* mask_row = a.mask != nullptr ? a.mask + flat0 : nullptr;
+                                               const Place& p, const Held& h, const Shift<A>& sh, A factor,
+                                               LogShift<A> log) {
+  uint32_t bits[K];
+  if constexpr (kOp == Forward::Dropout) keep_bits<K, V>(a.keys, flat0, p, live, bits);
+  A v[K][V];
   if (a.log_softmax) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
-      for (int j = 0; j < V; ++j) v[k][j] = (v[k][j] - log.max) - log.log_sum;
+      for (int j = 0; j < V; ++j) v[k][j] = (h.get(k, j) - log.max) - log.log_sum;
     }
   } else {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
-      for (int j = 0; j < V; ++j) v[k][j] *= factor;
+      for (int j = 0; j < V; ++j) v[k][j] = (Held::kHoldsValues ? h.get(k, j) : sh.exp(h.get(k, j))) * factor;
     }
   }
   if constexpr (kOp == Forward::Dropout) {
-    uint32_t bits[K];
-    keep_bits<K, V>(a.keys, flat0, p, live, bits);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -120,6 +123,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
         if (!((bits[k] >> j) & 1u)) v[k][j] = A(0);
       }
     }
+    uint8_t* mask_row = a.mask != nullptr ? a.mask + flat0 : nullptr;
     if (mask_row != nullptr && live) {
       const bool vectors = reinterpret_cast<uintptr_t>(mask_row) % unsigned(V) == 0;
 #pragma unroll
@@ -141,13 +145,13 @@ struct OwnPartial {
   A m;     // Shift::m
 };
 
-template <class A, int K, int V>
-__device__ __forceinline__ OwnPartial<A, K, V> fold_exps(A (&v)[K][V], bool keep_exps, Weighted<A, 1>& part) {
+template <class A, int K, int V, class Held>
+__device__ __forceinline__ OwnPartial<A, K, V> fold_exps(Held& h, bool keep_exps, Weighted<A, 1>& part) {
   A m = A(-INFINITY);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
-    for (int j = 0; j < V; ++j) m = fmax_(m, v[k][j]);
+    for (int j = 0; j < V; ++j) m = fmax_(m, h.get(k, j));
   }
   const Shift<A> sh(m);
   A s = A(0);
@@ -155,9 +159,9 @@ __device__ __forceinline__ OwnPartial<A, K, V> fold_exps(A (&v)[K][V], bool keep
   for (int k = 0; k < K; ++k) {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const A e = sh.exp(v[k][j]);
+      const A e = sh.exp(h.get(k, j));
       s += e;
-      if (keep_exps) v[k][j] = e;
+      if (keep_exps) h.set(k, j, e);
     }
   }
   part = Weighted<A, 1>{m, {s * sh.to_m}};
@@ -172,10 +176,24 @@ __host__ __device__ constexpr int segment_min_blocks(bool block, int data_regist
   return block ? 1 : data_registers > 16 ? 2 : 3;
 }
 
+// Whether a forward kernel holds 16-bit rows packed (HeldRow): segment kernels do, since their
+// occupancy is bound by registers; block kernels, capped at 64 registers by their 1024-thread
+// bound either way, keep the exps instead of taking them twice (packed, mixed bf16 -> f32 rows
+// of 2K-4K columns ran 14-18% slower on the H200).
+template <class T, bool kBlock>
+constexpr bool kForwardPacked = Elem<T>::kBytes == 2 && !kBlock;
+
+// Registers of row data a thread holds for `chunks` chunks of T (HeldRow).
+template <class T, class A, bool kPacked>
+__host__ __device__ constexpr int held_registers(int chunks) {
+  return kPacked ? 4 * chunks : chunks * kChunkElems<T> * int(sizeof(A)) / 4;
+}
+
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock>
-__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_forward(ForwardArgs a, RowShape shape) {
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
+  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
@@ -183,15 +201,12 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   const bool keep_exps = kOp != Forward::Stats && !a.log_softmax;
   int gen = 0;
   for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
-    A v[R][K][V];
-    Part part[R];
-    OwnPartial<A, K, V> own[R];
+    Held h[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t row = walk.row(r);
       const bool live = row < rows;
-      load_values<T, A, K, V>(a.x, a.x_end, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place,
-                              A(-INFINITY), v[r]);
+      h[r].load(a.x, a.x_end, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place, A(-INFINITY));
     }
     if constexpr (kOp == Forward::FromStats) {
 #pragma unroll
@@ -200,22 +215,22 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         const bool live = row < rows;
         const A M = live ? A(a.row_max[row]) : A(0), S = live ? A(a.row_sumexp[row]) : A(1);
         const Shift<A> sh(M);
-        if (!a.log_softmax) {
+        if (!a.log_softmax && Held::kHoldsValues) {
 #pragma unroll
           for (int k = 0; k < K; ++k) {
 #pragma unroll
-            for (int j = 0; j < V; ++j) v[r][k][j] = sh.exp(v[r][k][j]);
+            for (int j = 0; j < V; ++j) h[r].set(k, j, sh.exp(h[r].get(k, j)));
           }
         }
-        const A factor = sh.to_m / S;
         const int64_t first = (live ? row : 0) * int64_t(cols);
-        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], factor,
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], sh, sh.to_m / S,
                                            LogShift<A>::of(a.log_softmax, M, S));
       }
       continue;
     }
-    // Each row's max M, sum S = sum exp(x - M), and what turns a held value into y.
-    A M[R], S[R], factor[R];
+    // Each row's max M, sum S = sum exp(x - M), what turns a held value into y, and the shift
+    // its exps are taken with.
+    A M[R], S[R], factor[R], shift_at[R];
     if constexpr (!kBlock) {
       // A segment takes the row max first (shuffles are cheap), so every exp is relative to it.
 #pragma unroll
@@ -224,18 +239,19 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 #pragma unroll
         for (int k = 0; k < K; ++k) {
 #pragma unroll
-          for (int j = 0; j < V; ++j) m = fmax_(m, v[r][k][j]);
+          for (int j = 0; j < V; ++j) m = fmax_(m, h[r].get(k, j));
         }
         M[r] = lanes_max(m, shape.width);
+        shift_at[r] = M[r];
         const Shift<A> sh(M[r]);
         A sum = A(0);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
 #pragma unroll
           for (int j = 0; j < V; ++j) {
-            const A e = sh.exp(v[r][k][j]);
+            const A e = sh.exp(h[r].get(k, j));
             sum += e;
-            if (keep_exps) v[r][k][j] = e;
+            if (keep_exps) h[r].set(k, j, e);
           }
         }
         sum = lanes_sum(sum, shape.width);
@@ -244,13 +260,16 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       }
     } else {
       // A block (or cluster) saves a barrier: each thread's partial is relative to its own max.
+      Part part[R];
+      OwnPartial<A, K, V> own[R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) own[r] = fold_exps<A, K, V>(v[r], keep_exps, part[r]);
+      for (int r = 0; r < R; ++r) own[r] = fold_exps<A, K, V>(h[r], keep_exps, part[r]);
       block_reduce(part, scratch, gen, shape.cluster);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         M[r] = part[r].m;
         S[r] = part[r].s[0];
+        shift_at[r] = own[r].max;
         // A thread whose elements are all -inf (or padding) outputs zeros, or NaN when the
         // whole row is -inf (S = 0).
         factor[r] = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M[r])) / S[r];
@@ -270,8 +289,8 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         A f = factor[r];
         if constexpr (kOp == Forward::Dropout) f *= a.keys.template scale_as<A>();
         const int64_t first = (live ? row : 0) * int64_t(cols);
-        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, v[r], f,
-                                           LogShift<A>::of(a.log_softmax, M[r], S[r]));
+        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]),
+                                           f, LogShift<A>::of(a.log_softmax, M[r], S[r]));
       }
     }
   }
@@ -330,10 +349,10 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     for (int64_t t = begin; t < end; t += kSplitTile) {
       const int64_t col0 = t * V;
       const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
-      A v[K][V];
-      load_values<T, A, K, V>(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY), v);
+      HeldRow<T, A, K, V, false> h;
+      h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
       Part tile;
-      fold_exps<A, K, V>(v, false, tile);
+      fold_exps<A, K, V>(h, false, tile);
       acc = merge(acc, tile);
     }
     Part red[1] = {acc};
@@ -371,16 +390,16 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   for (int64_t t = last; t >= begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
     const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
-    A v[K][V];
-    load_values<T, A, K, V>(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY), v);
+    HeldRow<T, A, K, V, false> h;
+    h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
     if (!a.log_softmax) {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
+        for (int j = 0; j < V; ++j) h.set(k, j, sh.exp(h.get(k, j)));
       }
     }
-    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, v, factor, log);
+    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, h, sh, factor, log);
   }
 }
 

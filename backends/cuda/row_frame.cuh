@@ -63,17 +63,34 @@ struct RowWalk {
   __device__ __forceinline__ int64_t row(int i) const { return base + in_group + i * step; }
 };
 
-// Values of a thread's chunks (storage T, V per chunk), columns >= cols set to `pad`.
+// Whether any lane of the warp holds a column >= cols among its K chunks of V columns: only
+// then do the held values need padding. A warp-uniform branch, so the common case does not
+// pay a compare and a select per element (a per-lane condition is compiled as predication,
+// which issues the padding either way). Every lane of the warp calls this together.
+template <int K, int V>
+__device__ __forceinline__ bool warp_holds_padding(const Place& p, int cols) {
+  return __any_sync(kFullMask, (p.chunk(K - 1) + 1) * V > cols);
+}
+
+// Values of a thread's chunks (storage T, V per chunk), columns >= cols set to `pad`. Every
+// lane of the warp calls this together.
 template <class T, class A, int K, int V>
 __device__ __forceinline__ void to_values(const Words (&c)[K], const Place& p, int cols, A pad, A (&v)[K][V]) {
+  if (!warp_holds_padding<K, V>(p, cols)) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k][j] = chunk_get<T, A>(c[k], j);
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int col0 = p.chunk(k) * V;
-    const bool full = col0 + V <= cols;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const A x = chunk_get<T, A>(c[k], j);
-      v[k][j] = (full || col0 + j < cols) ? x : pad;
+      v[k][j] = col0 + j < cols ? x : pad;
     }
   }
 }
@@ -260,6 +277,48 @@ __device__ __forceinline__ void load_values(const void* base, const char* end, i
     to_values<T, A, K, V>(c, p, cols, pad, v);
   }
 }
+
+// A thread's chunks of one row of an input stored as T, held from the load to the output:
+// the values (which the softmax may overwrite with its exps), or, packed (16-bit layouts only),
+// the loaded words, widened where an element is used. Packed, 16-bit columns take half the
+// registers, at the price of widening each element at every use and, for the softmax, taking
+// the exps again on the way out. Columns >= cols read as `pad` either way.
+template <class T, class A, int K, int V, bool kPacked = (Elem<T>::kBytes == 2)>
+struct HeldRow {
+  static_assert(!kPacked || Elem<T>::kBytes == 2, "only 16-bit layouts are held packed");
+  static constexpr bool kHoldsValues = true;
+  A v[K][V];
+  __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
+                                       softmax_dtype t, const Place& p, A pad) {
+    load_values<T, A, K, V>(base, end, first, cols, live, t, p, pad, v);
+  }
+  __device__ __forceinline__ A get(int k, int j) const { return v[k][j]; }
+  __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }
+};
+
+template <class T, class A, int K, int V>
+struct HeldRow<T, A, K, V, true> {
+  static constexpr bool kHoldsValues = false;
+  Words c[K];
+  __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
+                                       softmax_dtype, const Place& p, A pad) {
+    const RowBytes rb{static_cast<const char*>(base) + first * 2, cols * 2, static_cast<const char*>(base), end};
+    load_chunks<K, 2>(rb, live, p, c);
+    if (!warp_holds_padding<K, V>(p, cols)) return;
+    const uint32_t pad_bits = uint32_t(element_bits(pad, Elem<T>::kDtype));
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int col0 = p.chunk(k) * V;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const uint32_t shift = 16u * uint32_t(j & 1);
+        if (col0 + j >= cols) c[k].w[j >> 1] = (c[k].w[j >> 1] & ~(0xffffu << shift)) | (pad_bits << shift);
+      }
+    }
+  }
+  __device__ __forceinline__ A get(int k, int j) const { return chunk_get<T, A>(c[k], j); }
+  __device__ __forceinline__ void set(int, int, A) {}
+};
 
 // Stores a row of an output of type Y (layout T), or of run-time type t (generic kernels).
 template <class T, class Y, class A, int K, int V>

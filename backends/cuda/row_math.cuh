@@ -3,13 +3,15 @@
 // magnitude, the (max, sum) partials and their merge, and reductions over a row group (lanes of
 // a warp, the warps of a block, the blocks of a cluster).
 //
-// exp(x - m) is computed one of two ways, chosen per thread from its shift m:
-//   fast   |m| < 2^20: exp2(fma(x, log2e, -c)) with c = m*log2e rounded, one FFMA and one MUFU.
-//          The rounding of c makes every value exp(x - m) * 2^delta with delta = m*log2e - c,
-//          which fma gives exactly; partials are converted back by 2^-delta, so nothing of the
-//          rounding survives (delta stays below 2^-4 here, far from overflow).
-//   exact  otherwise: exp2((x - m) * log2e). x - m is the textbook's own rounding; for m at
-//          1e10 the fast form's c is off by up to 512 in the exponent.
+// exp(x - m) is exp2(fma(x - s, log2e, -c)), one rounding of the exponent either way:
+//   |m| < 2^20  s = 0, c = m*log2e rounded. The rounding of c makes every value
+//               exp(x - m) * 2^delta with delta = m*log2e - c, which fma gives exactly;
+//               partials are converted back by 2^-delta, so nothing of the rounding survives
+//               (delta stays below 2^-4 here, far from overflow).
+//   otherwise   s = m, c = 0: x - m is the textbook's own rounding (for m at 1e10, c would be
+//               off by up to 512 in the exponent).
+// Both are the same FADD, FFMA and MUFU with per-thread operands: a per-thread choice between
+// two instruction sequences compiles to both, predicated, and both issue for every element.
 // The MUFU exp2 flushes results below 2^-126 to zero (the float64 result rounds to the same
 // zero or to a subnormal; outputs below the smallest normal are therefore 0 or accurate).
 // fp64 arithmetic (f64 storage) uses the accurate exp of libdevice.
@@ -46,19 +48,18 @@ struct Shift;
 
 template <>
 struct Shift<float> {
-  float m;          // the shift itself (0 for a part with no finite maximum)
-  float c;          // m * log2e rounded (fast form)
-  float to_m;       // 2^-delta: converts a fast-form value to exp(x - m)
-  bool fast;
+  float m;     // the shift itself (0 for a part with no finite maximum)
+  float s;     // subtracted from x first (m, or 0 in the fast form)
+  float c;     // subtracted after the product (m * log2e rounded, or 0)
+  float to_m;  // 2^-delta: converts a value of the fast form to exp(x - m)
   __device__ __forceinline__ explicit Shift(float max) {
     m = max == -INFINITY ? 0.0f : max;
-    fast = fabsf(m) < kFastShiftLimit;
-    c = m * kLog2e;
+    const bool fast = fabsf(m) < kFastShiftLimit;
+    s = fast ? 0.0f : m;
+    c = fast ? m * kLog2e : 0.0f;
     to_m = fast ? ex2(-fmaf(m, kLog2e, -c)) : 1.0f;
   }
-  __device__ __forceinline__ float exp(float x) const {
-    return fast ? ex2(fmaf(x, kLog2e, -c)) : ex2((x - m) * kLog2e);
-  }
+  __device__ __forceinline__ float exp(float x) const { return ex2(fmaf(x - s, kLog2e, -c)); }
 };
 
 template <>
