@@ -457,41 +457,8 @@ HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const S
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// The max of a row of dropout, interleaved with Philox steps of the tile's keep stream until it
-// has produced `groups_needed` groups (all of this row's): the max pass is the row's first touch
-// of memory, and the Philox arithmetic runs while its loads wait. Steps are spread over the row,
-// one per `stride` vectors of x.
-template <unsigned kPhase>
-HWY_NOINLINE float RowMaxWithKeep(const float* x, size_t n, PhiloxKeepStream<kPhase>& keep_stream, uint8_t* keep_tile,
-                                size_t* groups_done, size_t groups_needed) {
-  const DF d;
-  const size_t N = hn::Lanes(d), per_step = keep_stream.GroupsPerStep();
-  const size_t steps = (groups_needed - std::min(*groups_done, groups_needed) + per_step - 1) / per_step;
-  const size_t vectors = n / N, stride = std::max<size_t>(1, steps == 0 ? vectors + 1 : vectors / steps);
-  VF m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0;
-  size_t i = 0;
-  while (i + N <= n) {
-    if (*groups_done < groups_needed) {
-      keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
-      *groups_done += per_step;
-    }
-    const size_t end = std::min(n - n % N, i + stride * N);
-    for (; i + 2 * N <= end; i += 2 * N) {
-      m0 = hn::Max(m0, hn::LoadU(d, x + i));
-      m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
-    }
-    if (i + N <= end) {
-      m0 = hn::Max(m0, hn::LoadU(d, x + i));
-      i += N;
-    }
-  }
-  for (; *groups_done < groups_needed; *groups_done += per_step) keep_stream.StepOutOfLine(keep_tile + 4 * *groups_done);
-  if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -std::numeric_limits<float>::infinity()));
-  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-}
-
-// Dropout of a tile of rows, kPhase = offset % 4. Per row: the max (with the keep bytes of its
-// groups), exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
+// Dropout of a tile of rows, kPhase = offset % 4. The tile's keep bytes first, then per row:
+// the max, exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
 // chunk_finish forms it for a single chunk, (1 / S) * scale in double.
 template <unsigned kPhase>
 HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb, Dtypes dtype, int64_t rows,
@@ -516,22 +483,25 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
     const uint64_t tile_first = first + uint64_t(r0 * cols);
     const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
     PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
-    size_t groups_done = 0;
-    // Rows of a few hundred elements or more interleave the Philox steps with their max pass;
-    // shorter rows (a step or two each) draw the tile's keep bytes in one go, which costs them
-    // less than a call per row.
-    const bool interleave = cols >= 256;
-    if (!interleave) {
-      const size_t groups = (lead + size_t(nr * cols) + 3) / 4;
-      for (; groups_done < groups; groups_done += PhiloxKeepStream<kPhase>::GroupsPerStep())
-        keep_stream.Step(keep + 4 * groups_done);
+    // The tile's keep bytes in one tight loop (the Philox rounds need every vector register, so
+    // they run best on their own), which also asks for the next tile's x a slice per step: the
+    // memory traffic of the next tile runs under the Philox arithmetic of this one.
+    {
+      const size_t groups = (lead + size_t(nr * cols) + 3) / 4, per_step = keep_stream.GroupsPerStep();
+      const size_t steps = (groups + per_step - 1) / per_step;
+      const int64_t next_rows = std::min(tile_rows, rows - r0 - nr);
+      const char* pf = reinterpret_cast<const char*>(xb + size_t((r0 + nr) * cols) * xsize);
+      const char* pf_end = pf + size_t(next_rows * cols) * xsize;
+      const size_t pf_per_step = ((size_t(pf_end - pf) / std::max<size_t>(1, steps)) + 63) & ~size_t{63};
+      for (size_t step = 0; step < steps; ++step) {
+        keep_stream.Step(keep + 4 * step * per_step);
+        for (size_t b = 0; b < pf_per_step && pf < pf_end; b += 64, pf += 64) PrefetchL2(pf);
+      }
     }
     for (int64_t r = 0; r < nr; ++r) {
       const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       const uint8_t* kr = keep + lead + size_t(r * cols);
-      const size_t groups_needed = (lead + size_t((r + 1) * cols) + 3) / 4;
-      const float max = interleave ? RowMaxWithKeep(xr, size_t(cols), keep_stream, keep, &groups_done, groups_needed)
-                                   : RowMax(xr, size_t(cols), RowPrefetchDistance(size_t(cols)));
+      const float max = RowMax(xr, size_t(cols));
       float* e;
       float* dst;
       if (direct || direct_stream) {
