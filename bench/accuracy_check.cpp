@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// float64 reference for sampled rows, and the error metric each variant is judged by.
+// float64 references for sampled rows (forward and backward), and the error metrics each variant
+// is judged by.
 #include "accuracy_check.h"
 
 #include <algorithm>
@@ -60,6 +61,52 @@ RowError row_error(const float* x, const RowStats& st, const float* y, const uin
       }
       if (std::isnan(got)) problem = "NaN in output (unwritten or bad arithmetic)";
       if (problem) err = inf;
+      if (err > mine.max_err || (problem && mine.problem.empty())) {
+        mine.max_err = std::max(err, mine.max_err);
+        mine.worst_col = c;
+        if (problem) mine.problem = problem;
+      }
+    }
+#pragma omp critical
+    {
+      if (mine.max_err > worst.max_err || (!mine.problem.empty() && worst.problem.empty())) {
+        worst.max_err = std::max(worst.max_err, mine.max_err);
+        worst.worst_col = mine.worst_col;
+        if (!mine.problem.empty()) worst.problem = mine.problem;
+      }
+    }
+  }
+  return worst;
+}
+
+RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log) {
+  double dot = 0, mag = 0;
+#pragma omp parallel for reduction(+ : dot, mag) if (cols > (1 << 20))
+  for (int64_t c = 0; c < cols; ++c) {
+    const double term = log ? double(dy[c]) : double(y[c]) * double(dy[c]);
+    dot += term;
+    mag += std::fabs(term);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  RowError worst;
+#pragma omp parallel if (cols > (1 << 20))
+  {
+    RowError mine;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < cols; ++c) {
+      const double yc = y[c], dyc = dy[c], got = dx[c];
+      double want, bound;
+      if (log) {
+        const double e = std::exp(yc);
+        want = dyc - e * dot;
+        bound = std::fabs(dyc) + e * (std::fabs(dot) + mag);
+      } else {
+        want = yc * (dyc - dot);
+        bound = std::fabs(yc) * (std::fabs(dyc) + std::fabs(dot) + mag);
+      }
+      const char* problem = std::isnan(got) ? "NaN in output (unwritten or bad arithmetic)" : nullptr;
+      // An exact zero (y = 0) must come out as a zero of either sign.
+      const double err = problem ? inf : bound > 0 ? std::fabs(got - want) / bound : got == 0 ? 0 : inf;
       if (err > mine.max_err || (problem && mine.problem.empty())) {
         mine.max_err = std::max(err, mine.max_err);
         mine.worst_col = c;

@@ -41,6 +41,13 @@ RowError row_error(const float* x, const RowStats& stats, const float* y, const 
                    int64_t cols, softmax_dtype dtype, Expect expect, const DropoutExpect& dropout,
                    int64_t flat_base);
 
+// Backward (softmax_rows_backward's formulas) of one row from the stored y and dy, against
+// float64: dot = sum(y * dy) (log: sum(dy)), want = y * (dy - dot) (log: dy - exp(y) * dot).
+// The error of element c is |got - want| / bound(c), with bound the size of the terms that were
+// rounded: |y| (|dy| + |dot| + sum|y dy|), or |dy| + exp(y) (|dot| + sum|dy|) for log. (dx is a
+// difference, so a plain relative error would blow up wherever dy crosses the row's dot.)
+RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log);
+
 // The bound a variant's max_err is held to. `float_sum` marks the reference variants that sum in
 // plain float in one sequence (textbook loop, the seed's kernels, oneDNN): on long rows their
 // error grows with the row (a float sum is 5% off at 64M elements), so they get a bound that only

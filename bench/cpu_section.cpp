@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU section: 256 MiB of fp32 per shape, 2 threads by default. Every variant is
 // checked on sampled rows against float64 before it is timed; the copy of the same bytes is
-// measured in the same run so that %copy compares like with like on a shared machine.
+// measured in the same run so that %copy compares like with like on a shared machine. The f32
+// backward table follows the forward rows (cpu_backward_table.cpp).
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +14,9 @@
 #include <memory>
 
 #include "accuracy_check.h"
+#include "cpu_backward_table.h"
 #include "cpu_variants.h"
+#include "host_buffer.h"
 #include "sections.h"
 #include "timing.h"
 #if defined(SOFTMAX_BENCH_HAVE_ONEDNN)
@@ -22,20 +26,6 @@
 namespace bench {
 
 namespace {
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using HostBytes = std::unique_ptr<unsigned char, FreeDeleter>;
-
-HostBytes host_alloc(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) & ~size_t(63));
-  if (!p) {
-    std::fprintf(stderr, "softmax_bench: out of host memory (%zu bytes)\n", bytes);
-    std::exit(2);
-  }
-  return HostBytes(static_cast<unsigned char*>(p));
-}
 
 const std::vector<Shape> kFullShapes = {{2097152, 32}, {524288, 128},  {65536, 1024}, {16384, 4096},
                                         {2048, 32768}, {64, 1048576}, {1, 67108864}};
@@ -227,6 +217,10 @@ void run_cpu_section(const Options& o, Report* report) {
                   }));
     }
   }
+
+  // The backward is measured in f32 only (oneDNN's f32 is the anchor).
+  if (std::find(dtypes.begin(), dtypes.end(), SOFTMAX_DTYPE_F32) != dtypes.end())
+    run_cpu_backward_table(o, report, shapes, reps);
 }
 
 }  // namespace bench

@@ -7,7 +7,8 @@
 
 namespace bench {
 
-// CPU: copy, libsoftmax, textbook_3pass, onednn (when built), library dropout p=0.1.
+// CPU: copy, libsoftmax, textbook_3pass, onednn (when built), library dropout p=0.1; then the
+// f32 backward table: libsoftmax and oneDNN's softmax backward, plain and log.
 void run_cpu_section(const Options& options, Report* report);
 
 #if defined(SOFTMAX_BENCH_WITH_CUDA)
