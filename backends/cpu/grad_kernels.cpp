@@ -44,29 +44,84 @@ using convert::store;
 template <class T>
 constexpr size_t kLanes = 64 / sizeof(T) * 2;
 
+// The accumulators as four 32-byte vectors (GCC/clang generic vectors, which each clone lowers to
+// its own registers): accumulator j is lane j % W of vector j / W, W = 32 / sizeof(T). So the
+// accumulators stay in registers through the fold, a handful of instructions per row, where an
+// array of them is folded through stores and reloads; rows of a few dozen elements (the tiles of
+// short rows) spend as long on that as on their arithmetic.
 template <class T>
-SOFTMAX_GRAD_INLINE T tree_sum(T* a) {
+struct LaneVec;
+template <>
+struct LaneVec<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct LaneVec<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <class T>
+using Vec = typename LaneVec<T>::type;
+template <class T>
+constexpr size_t kVecLanes = 32 / sizeof(T);
+static_assert(kLanes<float> == 4 * kVecLanes<float> && kLanes<double> == 4 * kVecLanes<double>,
+              "four vectors of accumulators");
+
+// acc += p[0, W) * q[0, W), or acc += q[0, W) when `log`. (Vectors go in and out by reference
+// only: passed by value they would have a different ABI in the clones without AVX.)
+template <class T>
+SOFTMAX_GRAD_INLINE void accumulate(Vec<T>& acc, const T* p, const T* q, bool log) {
+  Vec<T> u, v;
+  std::memcpy(&v, q, sizeof v);
+  if (log) {
+    acc += v;
+  } else {
+    std::memcpy(&u, p, sizeof u);
+    acc += u * v;
+  }
+}
+
+// The fixed tree: accumulator j += accumulator j + w for w = kLanes/2, kLanes/4, ..., 1. The first
+// two levels are whole vectors (0 += 2, 1 += 3, then 0 += 1), the rest within vector 0.
+template <class T>
+SOFTMAX_GRAD_INLINE T tree_sum(const Vec<T>* v) {
+  const Vec<T> folded = (v[0] + v[2]) + (v[1] + v[3]);
+  T a[kVecLanes<T>];
+  std::memcpy(a, &folded, sizeof a);
+  for (size_t w = kVecLanes<T> / 2; w >= 1; w /= 2)
+    for (size_t j = 0; j < w; ++j) a[j] += a[j + w];
+  return a[0];
+}
+
+// The same tree over an array of kLanes accumulators.
+template <class T>
+SOFTMAX_GRAD_INLINE T tree_sum_lanes(T* a) {
   for (size_t w = kLanes<T> / 2; w >= 1; w /= 2)
     for (size_t j = 0; j < w; ++j) a[j] += a[j + w];
   return a[0];
 }
 
-// sum(a * b), or sum(b) when `log` (the log-softmax gradient needs only sum(dy)).
+// sum(a * b), or sum(b) when `log` (the log-softmax gradient needs only sum(dy)). The last,
+// partial block is zero-padded: a lane that gains 0 * 0 (or 0) keeps its value exactly, as an
+// accumulator that starts at +0 is never -0.
 template <class T>
 SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
-  T acc[kLanes<T>];
-  for (size_t j = 0; j < kLanes<T>; ++j) acc[j] = T(0);
+  constexpr size_t W = kVecLanes<T>;
+  Vec<T> acc[4] = {};
   size_t i = 0;
   if (log) {
     for (; i + kLanes<T> <= n; i += kLanes<T>)
-      for (size_t j = 0; j < kLanes<T>; ++j) acc[j] += load<T>(b, i + j);
-    for (size_t j = 0; i + j < n; ++j) acc[j] += load<T>(b, i + j);
+      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], nullptr, b + i + k * W, true);
   } else {
     for (; i + kLanes<T> <= n; i += kLanes<T>)
-      for (size_t j = 0; j < kLanes<T>; ++j) acc[j] += load<T>(a, i + j) * load<T>(b, i + j);
-    for (size_t j = 0; i + j < n; ++j) acc[j] += load<T>(a, i + j) * load<T>(b, i + j);
+      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], a + i + k * W, b + i + k * W, false);
   }
-  return tree_sum(acc);
+  if (i < n) {
+    T ta[kLanes<T>] = {}, tb[kLanes<T>] = {};
+    std::memcpy(ta, a + i, (n - i) * sizeof(T));
+    std::memcpy(tb, b + i, (n - i) * sizeof(T));
+    for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], ta + k * W, tb + k * W, log);
+  }
+  return tree_sum<T>(acc);
 }
 
 SOFTMAX_GRAD_INLINE ExpClamp<float> exp_clamp(float) { return exp_clamp_f32(); }
@@ -354,7 +409,7 @@ ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) 
       for (size_t j = 0; j < kLanes<double>; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
     for (size_t j = 0; i + j < m; ++j) acc[j] += exp_f64(load<double>(x, i + j) - max, clamp);
   }
-  const double sum = tree_sum(acc);
+  const double sum = tree_sum_lanes(acc);
   return ChunkStats64{max, sum, std::isnan(sum)};
 }
 
