@@ -29,12 +29,12 @@ namespace {
 // dy spans [-8, 8) like x, from its own stream of the run's seed.
 constexpr uint64_t kDySeedSalt = 0xD1B54A32D192ED03ull;
 
-// A variant whose checked call takes longer than kSlowCallMs is timed with one warm-up and
-// enough reps to fill about kSlowVariantMs (at least 3): oneDNN's reference backward (ref:any,
-// what it runs on CPUs without AVX-512) moves well under 1 GB/s, and 11 reps of it at every
-// shape would make the CPU section several minutes longer.
+// A variant whose checked call takes longer than kSlowCallMs is timed with no further warm-up
+// (the checked call was one) and enough reps to fill about kSlowVariantMs, at least 3: oneDNN's
+// reference backward (ref:any, what it runs on CPUs without AVX-512) moves well under 1 GB/s,
+// and 2 + 11 runs of it per shape would make the CPU section minutes longer.
 constexpr double kSlowCallMs = 200;
-constexpr double kSlowVariantMs = 2000;
+constexpr double kSlowVariantMs = 1500;
 
 // A variant's call: true on success, else false with a message.
 using Call = std::function<bool(std::string* message)>;
@@ -75,7 +75,7 @@ struct BackwardRun {
     const double check_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const bool slow = check_ms > kSlowCallMs;
     const int timed_reps = slow ? std::min(reps, std::max(3, int(kSlowVariantMs / check_ms))) : reps;
-    const int warmup = slow ? std::min(o.warmup, 1) : o.warmup;
+    const int warmup = slow ? 0 : o.warmup;
     row.max_err = 0;
     for (int64_t r : sampled) {
       const size_t first = static_cast<size_t>(r * shape.cols);
