@@ -31,8 +31,9 @@ constexpr uint64_t kDySeedSalt = 0xD1B54A32D192ED03ull;
 
 // A variant whose checked call takes longer than kSlowCallMs is timed with no further warm-up
 // (the checked call was one) and enough reps to fill about kSlowVariantMs, at least 3: oneDNN's
-// reference backward (ref:any, what it runs on CPUs without AVX-512) moves well under 1 GB/s,
-// and 2 + 11 runs of it per shape would make the CPU section minutes longer.
+// reference backward (ref:any, which Debian's oneDNN 2.6 picks on the AVX2 machines measured
+// here) moves well under 1 GB/s, and 2 + 11 runs of it per shape would make the CPU section
+// minutes longer.
 constexpr double kSlowCallMs = 200;
 constexpr double kSlowVariantMs = 1500;
 

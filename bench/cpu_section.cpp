@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <memory>
 
 #include "accuracy_check.h"
 #include "cpu_backward_table.h"
