@@ -14,6 +14,28 @@
 
 namespace bench {
 
+namespace {
+
+// Keeps the column with the largest error, and the first problem seen.
+void note_error(RowError& r, double err, const char* problem, int64_t col) {
+  if (err > r.max_err || (problem && r.problem.empty())) {
+    r.max_err = std::max(err, r.max_err);
+    r.worst_col = col;
+    if (problem) r.problem = problem;
+  }
+}
+
+// One thread's RowError into the row's.
+void merge_error(RowError& worst, const RowError& mine) {
+  if (mine.max_err > worst.max_err || (!mine.problem.empty() && worst.problem.empty())) {
+    worst.max_err = std::max(worst.max_err, mine.max_err);
+    worst.worst_col = mine.worst_col;
+    if (!mine.problem.empty()) worst.problem = mine.problem;
+  }
+}
+
+}  // namespace
+
 RowStats row_stats(const float* x, int64_t cols) {
   double m = -std::numeric_limits<double>::infinity();
 #pragma omp parallel for reduction(max : m) if (cols > (1 << 20))
@@ -61,20 +83,10 @@ RowError row_error(const float* x, const RowStats& st, const float* y, const uin
       }
       if (std::isnan(got)) problem = "NaN in output (unwritten or bad arithmetic)";
       if (problem) err = inf;
-      if (err > mine.max_err || (problem && mine.problem.empty())) {
-        mine.max_err = std::max(err, mine.max_err);
-        mine.worst_col = c;
-        if (problem) mine.problem = problem;
-      }
+      note_error(mine, err, problem, c);
     }
 #pragma omp critical
-    {
-      if (mine.max_err > worst.max_err || (!mine.problem.empty() && worst.problem.empty())) {
-        worst.max_err = std::max(worst.max_err, mine.max_err);
-        worst.worst_col = mine.worst_col;
-        if (!mine.problem.empty()) worst.problem = mine.problem;
-      }
-    }
+    merge_error(worst, mine);
   }
   return worst;
 }
@@ -107,20 +119,10 @@ RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_
       const char* problem = std::isnan(got) ? "NaN in output (unwritten or bad arithmetic)" : nullptr;
       // An exact zero (y = 0) must come out as a zero of either sign.
       const double err = problem ? inf : bound > 0 ? std::fabs(got - want) / bound : got == 0 ? 0 : inf;
-      if (err > mine.max_err || (problem && mine.problem.empty())) {
-        mine.max_err = std::max(err, mine.max_err);
-        mine.worst_col = c;
-        if (problem) mine.problem = problem;
-      }
+      note_error(mine, err, problem, c);
     }
 #pragma omp critical
-    {
-      if (mine.max_err > worst.max_err || (!mine.problem.empty() && worst.problem.empty())) {
-        worst.max_err = std::max(worst.max_err, mine.max_err);
-        worst.worst_col = mine.worst_col;
-        if (!mine.problem.empty()) worst.problem = mine.problem;
-      }
-    }
+    merge_error(worst, mine);
   }
   return worst;
 }

@@ -37,6 +37,14 @@ std::string json_number(double v) {
 
 }  // namespace
 
+std::string anchor_ratio_line(const std::string& what, const Row& lib, const Row& anchor, double copy_gbs) {
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "cpu %s: libsoftmax/oneDNN = %.2fx (%.1f vs %.1f GB/s; copy %.1f GB/s); max_err lib %.1e, oneDNN %.1e",
+                what.c_str(), lib.gbs / anchor.gbs, lib.gbs, anchor.gbs, copy_gbs, lib.max_err, anchor.max_err);
+  return line;
+}
+
 void finish_rates(Row* row) {
   if (!std::isnan(row->ms) && row->ms > 0) row->gbs = row->bytes / (row->ms * 1e-3) / 1e9;
   if (!std::isnan(row->gbs) && !std::isnan(row->copy_gbs) && row->copy_gbs > 0)

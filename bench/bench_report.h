@@ -61,4 +61,8 @@ class Report {
 // Fills gbs and pct_copy from bytes, ms and copy_gbs.
 void finish_rates(Row* row);
 
+// The summary line of a library row beside its anchor's on the same case: "cpu <what>:
+// libsoftmax/oneDNN = <ratio> (...)".
+std::string anchor_ratio_line(const std::string& what, const Row& lib, const Row& anchor, double copy_gbs);
+
 }  // namespace bench

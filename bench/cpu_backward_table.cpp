@@ -144,13 +144,8 @@ void run_cpu_backward_table(const Options& o, Report* report, const std::vector<
           },
           onednn.impl_name());
       if (lib.check == "pass" && anchor.check == "pass") {
-        char line[320];
-        std::snprintf(line, sizeof line,
-                      "cpu backward%s %s f32: libsoftmax/oneDNN = %.2fx (%.1f vs %.1f GB/s; copy %.1f GB/s); "
-                      "max_err lib %.1e, oneDNN %.1e",
-                      log ? " log" : "", shape_name(shape).c_str(), lib.gbs / anchor.gbs, lib.gbs, anchor.gbs,
-                      run.copy_gbs, lib.max_err, anchor.max_err);
-        report->summary(line);
+        report->summary(anchor_ratio_line(std::string("backward") + (log ? " log " : " ") + shape_name(shape) + " f32",
+                                          lib, anchor, run.copy_gbs));
       }
 #else
       (void)lib;

@@ -199,13 +199,7 @@ void run_cpu_section(const Options& o, Report* report) {
             },
             onednn.impl_name());
         if (lib.check == "pass" && anchor.check == "pass") {
-          char line[320];
-          std::snprintf(line, sizeof line,
-                        "cpu %s %s: libsoftmax/oneDNN = %.2fx (%.1f vs %.1f GB/s; copy %.1f GB/s); "
-                        "max_err lib %.1e, oneDNN %.1e",
-                        shape_name(shape).c_str(), dtype_label(dtype), lib.gbs / anchor.gbs, lib.gbs,
-                        anchor.gbs, copy.gbs, lib.max_err, anchor.max_err);
-          report->summary(line);
+          report->summary(anchor_ratio_line(shape_name(shape) + " " + dtype_label(dtype), lib, anchor, copy.gbs));
         }
 #endif
       }
