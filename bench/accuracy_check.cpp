@@ -34,6 +34,26 @@ void merge_error(RowError& worst, const RowError& mine) {
   }
 }
 
+// The worst error over a row's columns: err_of(c, &problem) for column c, on every thread for
+// long rows.
+template <class ErrOf>
+RowError worst_over_columns(int64_t cols, const ErrOf& err_of) {
+  RowError worst;
+#pragma omp parallel if (cols > (1 << 20))
+  {
+    RowError mine;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < cols; ++c) {
+      const char* problem = nullptr;
+      const double err = err_of(c, &problem);
+      note_error(mine, err, problem, c);
+    }
+#pragma omp critical
+    merge_error(worst, mine);
+  }
+  return worst;
+}
+
 }  // namespace
 
 RowStats row_stats(const float* x, int64_t cols) {
@@ -53,42 +73,31 @@ RowError row_error(const float* x, const RowStats& st, const float* y, const uin
   const double log_sum = std::log(st.sum);
   const double scale = softmax_internal::dropout_scale(d.p);
   const double inf = std::numeric_limits<double>::infinity();
-  RowError worst;
-#pragma omp parallel if (cols > (1 << 20))
-  {
-    RowError mine;
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < cols; ++c) {
-      const double got = y[c];
-      const double z = static_cast<double>(x[c]) - st.max;
-      double err = 0;
-      const char* problem = nullptr;
-      if (expect == Expect::LogSoftmax) {
-        const double want = z - log_sum;
-        err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
-      } else {
-        double want = std::exp(z) / st.sum;
-        if (expect == Expect::Dropout) {
-          const bool keep =
-              softmax_internal::dropout_keep(d.seed, d.offset, static_cast<uint64_t>(flat_base + c), d.p);
-          if (mask && (mask[c] != (keep ? 1 : 0))) problem = "keep-mask byte differs from Philox";
-          if (!keep) {
-            want = 0;
-            if (got != 0) problem = "dropped element is not 0";
-          } else {
-            want *= scale;
-          }
+  return worst_over_columns(cols, [&](int64_t c, const char** problem) {
+    const double got = y[c];
+    const double z = static_cast<double>(x[c]) - st.max;
+    double err = 0;
+    if (expect == Expect::LogSoftmax) {
+      const double want = z - log_sum;
+      err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
+    } else {
+      double want = std::exp(z) / st.sum;
+      if (expect == Expect::Dropout) {
+        const bool keep =
+            softmax_internal::dropout_keep(d.seed, d.offset, static_cast<uint64_t>(flat_base + c), d.p);
+        if (mask && (mask[c] != (keep ? 1 : 0))) *problem = "keep-mask byte differs from Philox";
+        if (!keep) {
+          want = 0;
+          if (got != 0) *problem = "dropped element is not 0";
+        } else {
+          want *= scale;
         }
-        err = std::fabs(got - want) / (std::fabs(want) + tiny);
       }
-      if (std::isnan(got)) problem = "NaN in output (unwritten or bad arithmetic)";
-      if (problem) err = inf;
-      note_error(mine, err, problem, c);
+      err = std::fabs(got - want) / (std::fabs(want) + tiny);
     }
-#pragma omp critical
-    merge_error(worst, mine);
-  }
-  return worst;
+    if (std::isnan(got)) *problem = "NaN in output (unwritten or bad arithmetic)";
+    return *problem ? inf : err;
+  });
 }
 
 RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log) {
@@ -100,31 +109,21 @@ RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_
     mag += std::fabs(term);
   }
   const double inf = std::numeric_limits<double>::infinity();
-  RowError worst;
-#pragma omp parallel if (cols > (1 << 20))
-  {
-    RowError mine;
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < cols; ++c) {
-      const double yc = y[c], dyc = dy[c], got = dx[c];
-      double want, bound;
-      if (log) {
-        const double e = std::exp(yc);
-        want = dyc - e * dot;
-        bound = std::fabs(dyc) + e * (std::fabs(dot) + mag);
-      } else {
-        want = yc * (dyc - dot);
-        bound = std::fabs(yc) * (std::fabs(dyc) + std::fabs(dot) + mag);
-      }
-      const char* problem = std::isnan(got) ? "NaN in output (unwritten or bad arithmetic)" : nullptr;
-      // An exact zero (y = 0) must come out as a zero of either sign.
-      const double err = problem ? inf : bound > 0 ? std::fabs(got - want) / bound : got == 0 ? 0 : inf;
-      note_error(mine, err, problem, c);
+  return worst_over_columns(cols, [&](int64_t c, const char** problem) {
+    const double yc = y[c], dyc = dy[c], got = dx[c];
+    double want, bound;
+    if (log) {
+      const double e = std::exp(yc);
+      want = dyc - e * dot;
+      bound = std::fabs(dyc) + e * (std::fabs(dot) + mag);
+    } else {
+      want = yc * (dyc - dot);
+      bound = std::fabs(yc) * (std::fabs(dyc) + std::fabs(dot) + mag);
     }
-#pragma omp critical
-    merge_error(worst, mine);
-  }
-  return worst;
+    if (std::isnan(got)) *problem = "NaN in output (unwritten or bad arithmetic)";
+    // An exact zero (y = 0) must come out as a zero of either sign.
+    return *problem ? inf : bound > 0 ? std::fabs(got - want) / bound : got == 0 ? 0 : inf;
+  });
 }
 
 double tolerance_for(softmax_dtype dtype, bool float_sum) {
