@@ -24,6 +24,13 @@
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <emmintrin.h>
+#define SOFTMAX_CPU_PORTABLE_STREAMS 1
+#else
+#define SOFTMAX_CPU_PORTABLE_STREAMS 0
+#endif
+
 #define SOFTMAX_CPU_INLINE inline __attribute__((always_inline))
 
 namespace softmax_internal {
@@ -289,11 +296,91 @@ template <class T>
 SOFTMAX_CPU_INLINE void store_v(T* p, typename Simd<T>::V v) {
   std::memcpy(p, &v, sizeof v);
 }
+// In pieces of half, a quarter, ... of a vector: at most three stores, whose branches depend
+// only on n (the same for every row of a call), rather than one per lane.
 template <class T>
 SOFTMAX_CPU_INLINE void store_first(T* p, typename Simd<T>::V v, size_t n) {
+  unsigned char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  size_t at = 0;
+#pragma GCC unroll 4
+  for (size_t piece = Simd<T>::kLanes / 2; piece >= 1; piece /= 2) {
+    if (n & piece) {
+      std::memcpy(p + at, bytes + at * sizeof(T), piece * sizeof(T));
+      at += piece;
+    }
+  }
+}
+// load_first where a whole vector may be read at p (it stays inside the caller's buffer): one
+// load and a select instead of a load per lane.
+template <class T>
+SOFTMAX_CPU_INLINE typename Simd<T>::V load_first_reading_past(const T* p, size_t n, T pad) {
+  typename Simd<T>::U lane{};
 #pragma GCC unroll 8
-  for (size_t j = 0; j < Simd<T>::kLanes; ++j)
-    if (j < n) p[j] = v[j];
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j) lane[j] = typename Arith<T>::Bits(j);
+  return lane < typename Arith<T>::Bits(n) ? load_v(p) : splat_v(pad);
+}
+
+// ---- non-temporal stores -------------------------------------------------------------------
+
+// Large outputs (the drivers' `stream`) go out with non-temporal stores straight from the
+// registers that hold the finished values, so y's lines are never read for ownership. They are
+// SSE stores of 16 bytes, which every x86-64 level has, so one body serves every clone (two per
+// 32-byte vector: the write-combining buffer joins them into whole lines). Elsewhere there are
+// none and the kernels keep ordinary stores.
+constexpr bool kHaveStreamStores = SOFTMAX_CPU_PORTABLE_STREAMS == 1;
+constexpr size_t kStreamAlign = 16;
+
+// Whether finished rows of `cols` T values can be streamed straight to y: y is a T array on a
+// 16-byte boundary and every row starts on one too.
+template <class T>
+SOFTMAX_CPU_INLINE bool stream_rows_to(const void* y, softmax_dtype t, int64_t cols) {
+  return kHaveStreamStores && t == kDtypeOf<T> && reinterpret_cast<uintptr_t>(y) % kStreamAlign == 0 &&
+         (size_t(cols) * sizeof(T)) % kStreamAlign == 0;
+}
+
+// The first `bytes` (16 or 32) bytes of v to p (16-byte aligned), non-temporally.
+template <class T>
+SOFTMAX_CPU_INLINE void stream_bytes(T* p, typename Simd<T>::V v, size_t bytes) {
+#if SOFTMAX_CPU_PORTABLE_STREAMS
+  for (size_t b = 0; b < bytes; b += kStreamAlign) {
+    __m128i part;
+    std::memcpy(&part, reinterpret_cast<const unsigned char*>(&v) + b, sizeof part);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(reinterpret_cast<unsigned char*>(p) + b), part);
+  }
+#else
+  std::memcpy(p, &v, bytes);
+#endif
+}
+
+// Makes this thread's non-temporal stores visible to other threads (before a barrier).
+SOFTMAX_CPU_INLINE void stream_fence() {
+#if SOFTMAX_CPU_PORTABLE_STREAMS
+  _mm_sfence();
+#endif
+}
+
+// y[i..] = g(i, m) vector by vector for n T values (n * sizeof(T) a multiple of 16, y 16-byte
+// aligned) with non-temporal stores; m is the number of lanes that count (kLanes but at the end).
+template <class T, class G>
+SOFTMAX_CPU_INLINE void stream_out(T* y, size_t n, G g) {
+  constexpr size_t L = Simd<T>::kLanes;
+  size_t i = 0;
+  for (; i + L <= n; i += L) stream_bytes<T>(y + i, g(i, L), sizeof(typename Simd<T>::V));
+  if (i < n) stream_bytes<T>(y + i, g(i, n - i), (n - i) * sizeof(T));
+}
+
+// ---- prefetch ---------------------------------------------------------------------------------
+
+// Rows are read in order and the max pass, the first touch of a row, runs into memory latency:
+// the hardware prefetcher does not run far enough ahead while the core spends the exp pass on data
+// already in L1. So each row asks for the bytes one row (at least 4 KiB) further on, into L2. A
+// prefetch never faults: running past the end of x is harmless.
+template <class T>
+SOFTMAX_CPU_INLINE void prefetch_next_rows(const T* row, size_t n) {
+  const size_t bytes = n * sizeof(T);
+  const char* ahead = reinterpret_cast<const char*>(row) + std::max<size_t>(bytes, 4096);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b, 0, 2);
 }
 
 // a > b ? a : b per lane. NaN may or may not survive: the exp pass catches it.
@@ -449,16 +536,145 @@ SOFTMAX_CPU_INLINE void row_softmax(const T* x, T* out, size_t n, bool log_softm
   }
 }
 
+// row_softmax into a 16-byte aligned y with non-temporal stores (n * sizeof(T) a multiple of 16):
+// the e_i wait in `scratch` (L1, n values) and the scaling pass streams them out. Same
+// arithmetic, so the same bits.
+template <class T>
+SOFTMAX_CPU_INLINE void row_softmax_streamed(const T* x, T* y, T* scratch, size_t n, bool log_softmax) {
+  using V = typename Simd<T>::V;
+  const T max = row_max(x, n);
+  if (log_softmax) {
+    const T s = exp_sum<T, false>(x, n, max, nullptr);
+    const T ls = T(std::log(double(s * Arith<T>::kUnscale)));
+    const V vm = splat_v(max), vl = splat_v(ls);
+    stream_out<T>(y, n, [&](size_t i, size_t m) {
+      return ((m == Simd<T>::kLanes ? load_v(x + i) : load_first(x + i, m, T(0))) - vm) - vl;
+    });
+  } else {
+    const V f = splat_v(T(1) / exp_sum<T, true>(x, n, max, scratch));
+    stream_out<T>(y, n, [&](size_t i, size_t) { return load_v(scratch + i) * f; });
+  }
+}
+
+// Rows of at most kVecs vectors (kRegisterRowVecs at most), held in registers from load to store:
+// no loops over the row and no second read of it, so a short row costs little more than its
+// two cross-lane reductions. The same operations in the same order as row_softmax (one
+// accumulator, the last vector padded with -inf), so the same bits. With kStream, y is 16-byte
+// aligned with n * sizeof(T) a multiple of 16, and the results go out non-temporally. With
+// kReadPast, a whole last vector may be read (more of the buffer follows the row).
+constexpr size_t kRegisterRowVecs = 8;
+
+template <class T, size_t kVecs, bool kStream, bool kReadPast>
+SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_softmax) {
+  using V = typename Simd<T>::V;
+  constexpr size_t L = Simd<T>::kLanes;
+  const size_t last = n - (kVecs - 1) * L;  // lanes of the last vector that count, 1..L
+  const T* x_last = x + (kVecs - 1) * L;
+  prefetch_next_rows(x, n);
+  V v[kVecs];
+#pragma GCC unroll 8
+  for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = load_v(x + k * L);
+  v[kVecs - 1] = last == L    ? load_v(x_last)
+                 : kReadPast ? load_first_reading_past(x_last, last, kNegInf<T>)
+                             : load_first(x_last, last, kNegInf<T>);
+  V m = splat_v(kNegInf<T>);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < kVecs; ++k) m = max_v(m, v[k]);
+  const V vmax = splat_v(max_lanes<T>(m));
+  const V clamp = splat_v(opaque_exp_clamp<T>());
+  V e[kVecs];
+  V a = V{};
+#pragma GCC unroll 8
+  for (size_t k = 0; k < kVecs; ++k) {
+    e[k] = exp_scaled_v<T>(v[k] - vmax, clamp);
+    a += e[k];
+  }
+  const T s = sum_lanes<T>(a);
+  if (log_softmax) {
+    const V ls = splat_v(T(std::log(double(s * Arith<T>::kUnscale))));
+#pragma GCC unroll 8
+    for (size_t k = 0; k < kVecs; ++k) e[k] = (v[k] - vmax) - ls;
+  } else {
+    const V f = splat_v(T(1) / s);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < kVecs; ++k) e[k] *= f;
+  }
+  if (kStream) {
+#pragma GCC unroll 8
+    for (size_t k = 0; k + 1 < kVecs; ++k) stream_bytes<T>(y + k * L, e[k], sizeof(V));
+    stream_bytes<T>(y + (kVecs - 1) * L, e[kVecs - 1], last * sizeof(T));
+  } else {
+#pragma GCC unroll 8
+    for (size_t k = 0; k + 1 < kVecs; ++k) store_v(y + k * L, e[k]);
+    if (last == L) {
+      store_v(y + (kVecs - 1) * L, e[kVecs - 1]);
+    } else {
+      store_first(y + (kVecs - 1) * L, e[kVecs - 1], last);
+    }
+  }
+}
+
+template <class T, size_t kVecs, bool kStream>
+SOFTMAX_CPU_INLINE void rows_in_registers_with(const T* x, T* y, int64_t rows, int64_t cols, bool log_softmax) {
+  // Rows whose last vector, read whole, ends inside x's rows of this call; then the rest.
+  const int64_t total = rows * cols, reach = int64_t(kVecs * Simd<T>::kLanes);
+  int64_t r = 0;
+  for (; r < rows && r * cols + reach <= total; ++r)
+    row_in_registers<T, kVecs, kStream, true>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
+  for (; r < rows; ++r)
+    row_in_registers<T, kVecs, kStream, false>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
+}
+
+template <class T, bool kStream>
+SOFTMAX_CPU_INLINE void rows_in_registers(const T* x, T* y, int64_t rows, int64_t cols, bool log_softmax) {
+  switch ((size_t(cols) + Simd<T>::kLanes - 1) / Simd<T>::kLanes) {
+    case 1:
+      return rows_in_registers_with<T, 1, kStream>(x, y, rows, cols, log_softmax);
+    case 2:
+      return rows_in_registers_with<T, 2, kStream>(x, y, rows, cols, log_softmax);
+    case 3:
+      return rows_in_registers_with<T, 3, kStream>(x, y, rows, cols, log_softmax);
+    case 4:
+      return rows_in_registers_with<T, 4, kStream>(x, y, rows, cols, log_softmax);
+    case 5:
+      return rows_in_registers_with<T, 5, kStream>(x, y, rows, cols, log_softmax);
+    case 6:
+      return rows_in_registers_with<T, 6, kStream>(x, y, rows, cols, log_softmax);
+    case 7:
+      return rows_in_registers_with<T, 7, kStream>(x, y, rows, cols, log_softmax);
+    default:
+      return rows_in_registers_with<T, 8, kStream>(x, y, rows, cols, log_softmax);
+  }
+}
+
 // ---- the table entries ------------------------------------------------------------------------
 
 constexpr int64_t kTileElems = 8192;
 
 template <class T>
 SOFTMAX_CPU_INLINE void short_rows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
-                                   bool log_softmax) {
+                                   bool log_softmax, bool stream) {
   const size_t xs = storage_size(dtype.x), ys = storage_size(dtype.y);
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
+  const bool direct = usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y);
+  const bool streamed = stream && direct && stream_rows_to<T>(y, dtype.y, cols);
+  if (direct && size_t(cols) <= kRegisterRowVecs * Simd<T>::kLanes) {
+    if (streamed) {
+      rows_in_registers<T, true>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
+    } else {
+      rows_in_registers<T, false>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
+    }
+    return;
+  }
+  if (streamed) {
+    // Scratch with room for a whole vector past the row (the scaling pass reads whole vectors).
+    T* scratch = static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(cols) * sizeof(T)));
+    for (int64_t r = 0; r < rows; ++r)
+      row_softmax_streamed<T>(static_cast<const T*>(x) + r * cols, static_cast<T*>(y) + r * cols, scratch,
+                              size_t(cols), log_softmax);
+    return;
+  }
   if (usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y)) {
     // Rows finished straight in y; in place is fine (each element is read before its position
     // is written, and the max pass reads the whole row first).

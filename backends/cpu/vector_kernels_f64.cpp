@@ -20,8 +20,8 @@ constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_portable;
 
 SOFTMAX_CPU_CLONES
 void short_rows_f64(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
-                    bool /*stream*/) {
-  short_rows<double>(x, y, dtype, rows, cols, log_softmax);
+                    bool stream) {
+  short_rows<double>(x, y, dtype, rows, cols, log_softmax, stream);
 }
 
 SOFTMAX_CPU_CLONES
@@ -71,8 +71,7 @@ void keep_bytes_rule(const DropoutRule& rule, uint64_t first, int64_t n, uint8_t
 }
 
 
-// Ordinary stores only (portable_kernels.h says why): nothing to fence.
-void no_fence() {}
+void fence() { stream_fence(); }
 
 }  // namespace
 
@@ -89,7 +88,7 @@ const VectorKernels& f64_vector_kernels() {
                                      short_rows_dropout_f64,
                                      keep_bytes_p,
                                      keep_bytes_rule,
-                                     no_fence};
+                                     fence};
   return kernels;
 }
 
