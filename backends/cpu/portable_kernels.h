@@ -296,29 +296,60 @@ template <class T>
 SOFTMAX_CPU_INLINE void store_v(T* p, typename Simd<T>::V v) {
   std::memcpy(p, &v, sizeof v);
 }
-// In pieces of half, a quarter, ... of a vector: at most three stores, whose branches depend
-// only on n (the same for every row of a call), rather than one per lane.
+// Where the compiler has a shuffle builtin: in pieces of half, a quarter, ... of a vector, taken
+// from registers (at most three stores, whose branches depend only on n, the same for every row
+// of a call); else lane by lane.
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define SOFTMAX_CPU_HAVE_SHUFFLEVECTOR 1
+#else
+#define SOFTMAX_CPU_HAVE_SHUFFLEVECTOR 0
+#endif
+
 template <class T>
 SOFTMAX_CPU_INLINE void store_first(T* p, typename Simd<T>::V v, size_t n) {
-  unsigned char bytes[sizeof v];
-  std::memcpy(bytes, &v, sizeof v);
-  size_t at = 0;
-#pragma GCC unroll 4
-  for (size_t piece = Simd<T>::kLanes / 2; piece >= 1; piece /= 2) {
-    if (n & piece) {
-      std::memcpy(p + at, bytes + at * sizeof(T), piece * sizeof(T));
-      at += piece;
+#if SOFTMAX_CPU_HAVE_SHUFFLEVECTOR
+  if constexpr (Simd<T>::kLanes == 8) {
+    if (n & 4) {
+      const auto half = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+      std::memcpy(p, &half, sizeof half);
+      v = __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7);
+      p += 4;
     }
   }
+  if (n & 2) {
+    const auto pair = __builtin_shufflevector(v, v, 0, 1);
+    std::memcpy(p, &pair, sizeof pair);
+    if constexpr (Simd<T>::kLanes == 8) {
+      v = __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3);
+    } else {
+      v = __builtin_shufflevector(v, v, 2, 3, 2, 3);
+    }
+    p += 2;
+  }
+  if (n & 1) p[0] = v[0];
+#else
+#pragma GCC unroll 8
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j)
+    if (j < n) p[j] = v[j];
+#endif
 }
+
+// A lane mask (all ones where true) of the lanes below n, for selects of T vectors.
+template <class T>
+SOFTMAX_CPU_INLINE auto lanes_below(size_t n) {
+  using Signed = std::make_signed_t<typename Arith<T>::Bits>;
+  typedef Signed S __attribute__((vector_size(sizeof(typename Simd<T>::V))));
+  S lane{};
+#pragma GCC unroll 8
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j) lane[j] = Signed(j);
+  return lane < Signed(n);
+}
+
 // load_first where a whole vector may be read at p (it stays inside the caller's buffer): one
 // load and a select instead of a load per lane.
 template <class T>
 SOFTMAX_CPU_INLINE typename Simd<T>::V load_first_reading_past(const T* p, size_t n, T pad) {
-  typename Simd<T>::U lane{};
-#pragma GCC unroll 8
-  for (size_t j = 0; j < Simd<T>::kLanes; ++j) lane[j] = typename Arith<T>::Bits(j);
-  return lane < typename Arith<T>::Bits(n) ? load_v(p) : splat_v(pad);
+  return lanes_below<T>(n) ? load_v(p) : splat_v(pad);
 }
 
 // ---- non-temporal stores -------------------------------------------------------------------
@@ -389,9 +420,23 @@ SOFTMAX_CPU_INLINE V max_v(V a, V b) {
   return a > b ? a : b;
 }
 
-// Lanes folded in halves (a fixed tree) with op.
+// Lanes folded in halves (a fixed tree: t[j] = op(t[j], t[j + w]) for w = kLanes/2, ..., 1) with
+// op. Done on whole vectors where the compiler has a shuffle builtin: each level is one shuffle
+// and one vector op, and lane 0 goes through exactly the scalar tree's operations.
+
 template <class T, class Op>
 SOFTMAX_CPU_INLINE T fold_lanes(typename Simd<T>::V v, Op op) {
+#if SOFTMAX_CPU_HAVE_SHUFFLEVECTOR
+  if constexpr (Simd<T>::kLanes == 8) {
+    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));
+    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5));
+    return op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6))[0];
+  } else {
+    static_assert(Simd<T>::kLanes == 4, "fold_lanes: 4 or 8 lanes");
+    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1));
+    return op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2))[0];
+  }
+#else
   T t[Simd<T>::kLanes];
   std::memcpy(t, &v, sizeof v);
 #pragma GCC unroll 4
@@ -399,14 +444,15 @@ SOFTMAX_CPU_INLINE T fold_lanes(typename Simd<T>::V v, Op op) {
 #pragma GCC unroll 8
     for (size_t j = 0; j < w; ++j) t[j] = op(t[j], t[j + w]);
   return t[0];
+#endif
 }
 template <class T>
 SOFTMAX_CPU_INLINE T sum_lanes(typename Simd<T>::V v) {
-  return fold_lanes<T>(v, [](T a, T b) { return a + b; });
+  return fold_lanes<T>(v, [](auto a, auto b) { return a + b; });
 }
 template <class T>
 SOFTMAX_CPU_INLINE T max_lanes(typename Simd<T>::V v) {
-  return fold_lanes<T>(v, [](T a, T b) { return b > a ? b : a; });
+  return fold_lanes<T>(v, [](auto a, auto b) { return b > a ? b : a; });
 }
 
 // exp_scaled on a vector: the same steps, lane by lane.
@@ -571,12 +617,15 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
   const size_t last = n - (kVecs - 1) * L;  // lanes of the last vector that count, 1..L
   const T* x_last = x + (kVecs - 1) * L;
   prefetch_next_rows(x, n);
+  // Vector k of the row (padded with -inf); loaded again for log-softmax's output, from L1, so
+  // that the input need not stay in registers beside the exps.
+  const auto load = [&](size_t k) {
+    if (k + 1 < kVecs || last == L) return load_v(x + k * L);
+    return kReadPast ? load_first_reading_past(x_last, last, kNegInf<T>) : load_first(x_last, last, kNegInf<T>);
+  };
   V v[kVecs];
 #pragma GCC unroll 8
-  for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = load_v(x + k * L);
-  v[kVecs - 1] = last == L    ? load_v(x_last)
-                 : kReadPast ? load_first_reading_past(x_last, last, kNegInf<T>)
-                             : load_first(x_last, last, kNegInf<T>);
+  for (size_t k = 0; k < kVecs; ++k) v[k] = load(k);
   V m = splat_v(kNegInf<T>);
 #pragma GCC unroll 8
   for (size_t k = 0; k < kVecs; ++k) m = max_v(m, v[k]);
@@ -593,8 +642,12 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
   if (log_softmax) {
     const V ls = splat_v(T(std::log(double(s * Arith<T>::kUnscale))));
 #pragma GCC unroll 8
-    for (size_t k = 0; k < kVecs; ++k) e[k] = (v[k] - vmax) - ls;
+    for (size_t k = 0; k < kVecs; ++k) e[k] = (load(k) - vmax) - ls;
   } else {
+    // The padding lanes hold exp_scaled(-inf), a tiny normal number that the scaling below could
+    // make subnormal, which is slow on some CPUs (AMD Zen among them): zeroed first, as they are
+    // never stored.
+    if (last != L) e[kVecs - 1] = lanes_below<T>(last) ? e[kVecs - 1] : V{};
     const V f = splat_v(T(1) / s);
 #pragma GCC unroll 8
     for (size_t k = 0; k < kVecs; ++k) e[k] *= f;
