@@ -234,9 +234,9 @@ SOFTMAX_CPU_INLINE void convert_out(const T* __restrict src, void* dst, softmax_
 }
 
 // Where finished T values go: y itself when it is a T array, else the thread's Output buffer
-// (then written out by finish_out). The portable kernels use ordinary stores for every output:
-// non-temporal ones (SSE2 stores from an L1 buffer) measured slower here than the
-// read-for-ownership they save, unlike the Highway kernels' stores straight from registers.
+// (then written out by finish_out). Ordinary stores: only f32 short rows on x86-64-v3 stream
+// their output (see "non-temporal stores" below); 16-byte non-temporal stores from an L1 buffer
+// measured slower here than the read-for-ownership they save.
 template <class T>
 SOFTMAX_CPU_INLINE T* out_buffer(void* y, softmax_dtype t, size_t n) {
   if (usable_as<T>(y, t)) return static_cast<T*>(y);
@@ -354,34 +354,45 @@ SOFTMAX_CPU_INLINE typename Simd<T>::V load_first_reading_past(const T* p, size_
 
 // ---- non-temporal stores -------------------------------------------------------------------
 
-// Large outputs (the drivers' `stream`) go out with non-temporal stores straight from the
-// registers that hold the finished values, so y's lines are never read for ownership. They are
-// SSE stores of 16 bytes, which every x86-64 level has, so one body serves every clone (two per
-// 32-byte vector: the write-combining buffer joins them into whole lines). Elsewhere there are
-// none and the kernels keep ordinary stores.
-constexpr bool kHaveStreamStores = SOFTMAX_CPU_PORTABLE_STREAMS == 1;
-constexpr size_t kStreamAlign = 16;
-
-// Whether finished rows of `cols` T values can be streamed straight to y: y is a T array on a
-// 16-byte boundary and every row starts on one too.
-template <class T>
-SOFTMAX_CPU_INLINE bool stream_rows_to(const void* y, softmax_dtype t, int64_t cols) {
-  return kHaveStreamStores && t == kDtypeOf<T> && reinterpret_cast<uintptr_t>(y) % kStreamAlign == 0 &&
-         (size_t(cols) * sizeof(T)) % kStreamAlign == 0;
-}
-
-// The first `bytes` (16 or 32) bytes of v to p (16-byte aligned), non-temporally.
-template <class T>
-SOFTMAX_CPU_INLINE void stream_bytes(T* p, typename Simd<T>::V v, size_t bytes) {
-#if SOFTMAX_CPU_PORTABLE_STREAMS
-  for (size_t b = 0; b < bytes; b += kStreamAlign) {
-    __m128i part;
-    std::memcpy(&part, reinterpret_cast<const unsigned char*>(&v) + b, sizeof part);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(reinterpret_cast<unsigned char*>(p) + b), part);
+// Large outputs (the drivers' `stream`) can go out with non-temporal stores straight from the
+// registers that hold the finished values, so y's lines are never read for ownership. The row
+// kernels take a store policy, Out:
+//   OrdinaryStores  no non-temporal stores (every clone, and every machine but x86-64);
+//   Streams32       32-byte AVX stores, for code compiled for x86-64-v3 and run only there (the
+//                   including file dispatches). Written as inline asm: GCC will not inline the
+//                   AVX intrinsic through these target-neutral templates into a v3 function.
+// There is no 16-byte (SSE2) form for older CPUs: on Zen 3, 16-byte non-temporal stores made
+// 32-column rows 1.5x slower than ordinary stores, while 32-byte ones made them faster.
+struct OrdinaryStores {
+  static constexpr bool kNonTemporal = false;
+  static constexpr size_t kAlign = 1;
+  template <class T>
+  static SOFTMAX_CPU_INLINE void store(T* p, typename Simd<T>::V v, size_t bytes) {
+    std::memcpy(p, &v, bytes);
   }
+};
+
+struct Streams32 {
+  static constexpr bool kNonTemporal = SOFTMAX_CPU_PORTABLE_STREAMS == 1;
+  static constexpr size_t kAlign = 32;
+  // One whole vector v to p (32-byte aligned; `bytes` is 32).
+  template <class T>
+  static SOFTMAX_CPU_INLINE void store(T* p, typename Simd<T>::V v, size_t bytes) {
+#if SOFTMAX_CPU_PORTABLE_STREAMS
+    (void)bytes;
+    __asm__("vmovntps %1, %0" : "=m"(*reinterpret_cast<typename Simd<T>::V*>(p)) : "x"(v));
 #else
-  std::memcpy(p, &v, bytes);
+    std::memcpy(p, &v, bytes);
 #endif
+  }
+};
+
+// Whether finished rows of `cols` T values can be streamed straight to y with policy Out: y is a
+// T array on an Out::kAlign boundary and so is every row.
+template <class T, class Out>
+SOFTMAX_CPU_INLINE bool stream_rows_to(const void* y, softmax_dtype t, int64_t cols) {
+  return Out::kNonTemporal && t == kDtypeOf<T> && reinterpret_cast<uintptr_t>(y) % Out::kAlign == 0 &&
+         (size_t(cols) * sizeof(T)) % Out::kAlign == 0;
 }
 
 // Makes this thread's non-temporal stores visible to other threads (before a barrier).
@@ -391,14 +402,14 @@ SOFTMAX_CPU_INLINE void stream_fence() {
 #endif
 }
 
-// y[i..] = g(i, m) vector by vector for n T values (n * sizeof(T) a multiple of 16, y 16-byte
-// aligned) with non-temporal stores; m is the number of lanes that count (kLanes but at the end).
-template <class T, class G>
+// y[i..] = g(i, m) vector by vector for n T values (n * sizeof(T) and y aligned for Out) with
+// Out's non-temporal stores; m is the number of lanes that count (kLanes but at the end).
+template <class T, class Out, class G>
 SOFTMAX_CPU_INLINE void stream_out(T* y, size_t n, G g) {
   constexpr size_t L = Simd<T>::kLanes;
   size_t i = 0;
-  for (; i + L <= n; i += L) stream_bytes<T>(y + i, g(i, L), sizeof(typename Simd<T>::V));
-  if (i < n) stream_bytes<T>(y + i, g(i, n - i), (n - i) * sizeof(T));
+  for (; i + L <= n; i += L) Out::template store<T>(y + i, g(i, L), sizeof(typename Simd<T>::V));
+  if (i < n) Out::template store<T>(y + i, g(i, n - i), (n - i) * sizeof(T));
 }
 
 // ---- prefetch ---------------------------------------------------------------------------------
@@ -582,10 +593,10 @@ SOFTMAX_CPU_INLINE void row_softmax(const T* x, T* out, size_t n, bool log_softm
   }
 }
 
-// row_softmax into a 16-byte aligned y with non-temporal stores (n * sizeof(T) a multiple of 16):
-// the e_i wait in `scratch` (L1, n values) and the scaling pass streams them out. Same
-// arithmetic, so the same bits.
-template <class T>
+// row_softmax into y with Out's non-temporal stores (stream_rows_to<T, Out> holds): the e_i
+// wait in `scratch` (L1, n values) and the scaling pass streams them out. Same arithmetic, so
+// the same bits.
+template <class T, class Out>
 SOFTMAX_CPU_INLINE void row_softmax_streamed(const T* x, T* y, T* scratch, size_t n, bool log_softmax) {
   using V = typename Simd<T>::V;
   const T max = row_max(x, n);
@@ -593,24 +604,24 @@ SOFTMAX_CPU_INLINE void row_softmax_streamed(const T* x, T* y, T* scratch, size_
     const T s = exp_sum<T, false>(x, n, max, nullptr);
     const T ls = T(std::log(double(s * Arith<T>::kUnscale)));
     const V vm = splat_v(max), vl = splat_v(ls);
-    stream_out<T>(y, n, [&](size_t i, size_t m) {
+    stream_out<T, Out>(y, n, [&](size_t i, size_t m) {
       return ((m == Simd<T>::kLanes ? load_v(x + i) : load_first(x + i, m, T(0))) - vm) - vl;
     });
   } else {
     const V f = splat_v(T(1) / exp_sum<T, true>(x, n, max, scratch));
-    stream_out<T>(y, n, [&](size_t i, size_t) { return load_v(scratch + i) * f; });
+    stream_out<T, Out>(y, n, [&](size_t i, size_t) { return load_v(scratch + i) * f; });
   }
 }
 
 // Rows of at most kVecs vectors (kRegisterRowVecs at most), held in registers from load to store:
 // no loops over the row and no second read of it, so a short row costs little more than its
 // two cross-lane reductions. The same operations in the same order as row_softmax (one
-// accumulator, the last vector padded with -inf), so the same bits. With kStream, y is 16-byte
-// aligned with n * sizeof(T) a multiple of 16, and the results go out non-temporally. With
-// kReadPast, a whole last vector may be read (more of the buffer follows the row).
+// accumulator, the last vector padded with -inf), so the same bits. Out is the store policy (with
+// non-temporal stores, stream_rows_to<T, Out> holds). With kReadPast, a whole last vector may be
+// read (more of the buffer follows the row).
 constexpr size_t kRegisterRowVecs = 8;
 
-template <class T, size_t kVecs, bool kStream, bool kReadPast>
+template <class T, size_t kVecs, class Out, bool kReadPast>
 SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_softmax) {
   using V = typename Simd<T>::V;
   constexpr size_t L = Simd<T>::kLanes;
@@ -652,10 +663,10 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
 #pragma GCC unroll 8
     for (size_t k = 0; k < kVecs; ++k) e[k] *= f;
   }
-  if (kStream) {
+  if constexpr (Out::kNonTemporal) {
 #pragma GCC unroll 8
-    for (size_t k = 0; k + 1 < kVecs; ++k) stream_bytes<T>(y + k * L, e[k], sizeof(V));
-    stream_bytes<T>(y + (kVecs - 1) * L, e[kVecs - 1], last * sizeof(T));
+    for (size_t k = 0; k + 1 < kVecs; ++k) Out::template store<T>(y + k * L, e[k], sizeof(V));
+    Out::template store<T>(y + (kVecs - 1) * L, e[kVecs - 1], last * sizeof(T));
   } else {
 #pragma GCC unroll 8
     for (size_t k = 0; k + 1 < kVecs; ++k) store_v(y + k * L, e[k]);
@@ -667,36 +678,36 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
   }
 }
 
-template <class T, size_t kVecs, bool kStream>
+template <class T, size_t kVecs, class Out>
 SOFTMAX_CPU_INLINE void rows_in_registers_with(const T* x, T* y, int64_t rows, int64_t cols, bool log_softmax) {
   // Rows whose last vector, read whole, ends inside x's rows of this call; then the rest.
   const int64_t total = rows * cols, reach = int64_t(kVecs * Simd<T>::kLanes);
   int64_t r = 0;
   for (; r < rows && r * cols + reach <= total; ++r)
-    row_in_registers<T, kVecs, kStream, true>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
+    row_in_registers<T, kVecs, Out, true>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
   for (; r < rows; ++r)
-    row_in_registers<T, kVecs, kStream, false>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
+    row_in_registers<T, kVecs, Out, false>(x + r * cols, y + r * cols, size_t(cols), log_softmax);
 }
 
-template <class T, bool kStream>
+template <class T, class Out>
 SOFTMAX_CPU_INLINE void rows_in_registers(const T* x, T* y, int64_t rows, int64_t cols, bool log_softmax) {
   switch ((size_t(cols) + Simd<T>::kLanes - 1) / Simd<T>::kLanes) {
     case 1:
-      return rows_in_registers_with<T, 1, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 1, Out>(x, y, rows, cols, log_softmax);
     case 2:
-      return rows_in_registers_with<T, 2, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 2, Out>(x, y, rows, cols, log_softmax);
     case 3:
-      return rows_in_registers_with<T, 3, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 3, Out>(x, y, rows, cols, log_softmax);
     case 4:
-      return rows_in_registers_with<T, 4, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 4, Out>(x, y, rows, cols, log_softmax);
     case 5:
-      return rows_in_registers_with<T, 5, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 5, Out>(x, y, rows, cols, log_softmax);
     case 6:
-      return rows_in_registers_with<T, 6, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 6, Out>(x, y, rows, cols, log_softmax);
     case 7:
-      return rows_in_registers_with<T, 7, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 7, Out>(x, y, rows, cols, log_softmax);
     default:
-      return rows_in_registers_with<T, 8, kStream>(x, y, rows, cols, log_softmax);
+      return rows_in_registers_with<T, 8, Out>(x, y, rows, cols, log_softmax);
   }
 }
 
@@ -704,19 +715,20 @@ SOFTMAX_CPU_INLINE void rows_in_registers(const T* x, T* y, int64_t rows, int64_
 
 constexpr int64_t kTileElems = 8192;
 
-template <class T>
+// With `stream`, rows that Out can stream go out with its non-temporal stores.
+template <class T, class Out = OrdinaryStores>
 SOFTMAX_CPU_INLINE void short_rows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                                    bool log_softmax, bool stream) {
   const size_t xs = storage_size(dtype.x), ys = storage_size(dtype.y);
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
   const bool direct = usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y);
-  const bool streamed = stream && direct && stream_rows_to<T>(y, dtype.y, cols);
+  const bool streamed = stream && direct && stream_rows_to<T, Out>(y, dtype.y, cols);
   if (direct && size_t(cols) <= kRegisterRowVecs * Simd<T>::kLanes) {
     if (streamed) {
-      rows_in_registers<T, true>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
+      rows_in_registers<T, Out>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
     } else {
-      rows_in_registers<T, false>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
+      rows_in_registers<T, OrdinaryStores>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols, log_softmax);
     }
     return;
   }
@@ -724,7 +736,7 @@ SOFTMAX_CPU_INLINE void short_rows(const void* x, void* y, Dtypes dtype, int64_t
     // Scratch with room for a whole vector past the row (the scaling pass reads whole vectors).
     T* scratch = static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(cols) * sizeof(T)));
     for (int64_t r = 0; r < rows; ++r)
-      row_softmax_streamed<T>(static_cast<const T*>(x) + r * cols, static_cast<T*>(y) + r * cols, scratch,
+      row_softmax_streamed<T, Out>(static_cast<const T*>(x) + r * cols, static_cast<T*>(y) + r * cols, scratch,
                               size_t(cols), log_softmax);
     return;
   }

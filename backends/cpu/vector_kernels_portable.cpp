@@ -18,9 +18,31 @@ namespace {
 
 constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_portable;
 
+#if SOFTMAX_CPU_X86_LEVELS
+// Streamed short rows with 32-byte non-temporal stores (portable_kernels.h says why), compiled
+// for x86-64-v3 and called only on CPUs that have it; other CPUs keep ordinary stores.
+__attribute__((target("arch=x86-64-v3"))) void short_rows_f32_streams32(const void* x, void* y, Dtypes dtype,
+                                                                         int64_t rows, int64_t cols,
+                                                                         bool log_softmax) {
+  short_rows<float, Streams32>(x, y, dtype, rows, cols, log_softmax, true);
+}
+
+bool cpu_has_x86_64_v3() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v3");
+  }();
+  return has;
+}
+#endif
+
 SOFTMAX_CPU_CLONES
 void short_rows_f32(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
                     bool stream) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if (stream && stream_rows_to<float, Streams32>(y, dtype.y, cols) && cpu_has_x86_64_v3())
+    return short_rows_f32_streams32(x, y, dtype, rows, cols, log_softmax);
+#endif
   short_rows<float>(x, y, dtype, rows, cols, log_softmax, stream);
 }
 
