@@ -67,7 +67,8 @@ namespace {
 
 // Outputs of 32 MiB and more go out through non-temporal stores, by a different route when y
 // and every row are vector-aligned. Those routes must give the bits of the ordinary one (a
-// single row, whose output is small) and match the reference.
+// single row, whose output is small) and match the reference. Rows of up to 64 columns are held
+// in registers (32, 40: whole vectors; 33: a partial last one), longer ones go through L1.
 TEST(CpuDeterminism, StreamedOutputsEqualSmallCalls) {
   struct AlignedFloats {
     float* p;
@@ -75,7 +76,7 @@ TEST(CpuDeterminism, StreamedOutputsEqualSmallCalls) {
         : p(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) & ~size_t{63}))) {}
     ~AlignedFloats() { std::free(p); }
   };
-  for (const int64_t cols : {int64_t{128}, int64_t{1024}, int64_t{1040}, int64_t{33}}) {
+  for (const int64_t cols : {int64_t{128}, int64_t{1024}, int64_t{1040}, int64_t{33}, int64_t{32}, int64_t{40}}) {
     for (const size_t misalign : {size_t{0}, size_t{1}}) {
       for (const bool log_softmax : {false, true}) {
         const int64_t rows = ((int64_t{32} << 20) / 4 + cols - 1) / cols;
