@@ -273,7 +273,12 @@ struct Simd<double> {
 
 template <class T>
 SOFTMAX_CPU_INLINE typename Simd<T>::V splat_v(T v) {
-  return typename Simd<T>::V{} + v;
+  // Lane by lane (the compiler makes it one broadcast), not V{} + v, which would turn -0 into +0:
+  // log-softmax subtracts a row max of -0 and must keep the sign of a zero result.
+  typename Simd<T>::V r;
+#pragma GCC unroll 8
+  for (size_t j = 0; j < Simd<T>::kLanes; ++j) r[j] = v;
+  return r;
 }
 
 // Loads and stores of whole vectors (any alignment), and of the first n < kLanes lanes.
@@ -810,6 +815,43 @@ SOFTMAX_CPU_INLINE void finish_log(const void* x, void* y, Dtypes dtype, int64_t
   const T m = T(max), ls = T(log_sum);
   for (int64_t i = 0; i < n; ++i) out[i] = (xc[i] - m) - ls;
   finish_out<T>(out, y, dtype.y, size_t(n));
+}
+
+// Phase 2 of a chunk straight into y with Out's non-temporal stores, for x (or e) a T array and
+// stream_rows_to<T, Out>(y, t, n) true (so n is whole vectors): the arithmetic of
+// finish_recompute, finish_stored and finish_log, vector by vector, so the same bits.
+template <class T, class Out>
+SOFTMAX_CPU_INLINE void finish_recompute_streamed(const T* x, T* y, int64_t n, ChunkFinish f) {
+  using V = typename Simd<T>::V;
+  const V vs = splat_v(T(f.shift)), clamp = splat_v(opaque_exp_clamp<T>());
+  const ScaledFactor<T> sf(T(f.factor));
+  const V first = splat_v(sf.first), second = splat_v(sf.second);
+  if (sf.two_steps) {
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) {
+      return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first * second;
+    });
+  } else {
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first; });
+  }
+}
+
+template <class T, class Out>
+SOFTMAX_CPU_INLINE void finish_stored_streamed(const T* e, T* y, int64_t n, double factor) {
+  using V = typename Simd<T>::V;
+  const ScaledFactor<T> sf(static_cast<T>(factor));
+  const V first = splat_v(sf.first), second = splat_v(sf.second);
+  if (sf.two_steps) {
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return load_v(e + i) * first * second; });
+  } else {
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return load_v(e + i) * first; });
+  }
+}
+
+template <class T, class Out>
+SOFTMAX_CPU_INLINE void finish_log_streamed(const T* x, T* y, int64_t n, double max, double log_sum) {
+  using V = typename Simd<T>::V;
+  const V m = splat_v(T(max)), ls = splat_v(T(log_sum));
+  stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return (load_v(x + i) - m) - ls; });
 }
 
 template <class T>

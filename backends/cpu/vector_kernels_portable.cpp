@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The portable fp32 vector kernels: portable_kernels.h instantiated for float, each entry compiled
 // three times with target_clones (x86-64-v4 = AVX-512, x86-64-v3 = AVX2+FMA, baseline SSE2) and
-// picked by the loader at run time through an ifunc.
+// picked by the loader at run time through an ifunc; the entries that can write streamed output
+// hand it, on x86-64-v3 CPUs, to a version compiled for that level with 32-byte non-temporal
+// stores.
 //
 // Why this exists next to the Highway kernels: Highway is an optional build dependency, and
 // machines without libhwy-dev (the GPU build machine among them) must still get a correct CPU
@@ -19,12 +21,28 @@ namespace {
 constexpr KeepBytesFn kKeepBytes = dropout_keep_bytes_portable;
 
 #if SOFTMAX_CPU_X86_LEVELS
-// Streamed short rows with 32-byte non-temporal stores (portable_kernels.h says why), compiled
-// for x86-64-v3 and called only on CPUs that have it; other CPUs keep ordinary stores.
+// Streamed outputs (short rows, and phase 2 of long rows' chunks) with 32-byte non-temporal
+// stores (portable_kernels.h says why), compiled for x86-64-v3 and called only on CPUs that have
+// it; other CPUs keep ordinary stores.
 __attribute__((target("arch=x86-64-v3"))) void short_rows_f32_streams32(const void* x, void* y, Dtypes dtype,
                                                                          int64_t rows, int64_t cols,
                                                                          bool log_softmax) {
   short_rows<float, Streams32>(x, y, dtype, rows, cols, log_softmax, true);
+}
+
+__attribute__((target("arch=x86-64-v3"))) void finish_recompute_f32_streams32(const float* x, float* y, int64_t n,
+                                                                               ChunkFinish f) {
+  finish_recompute_streamed<float, Streams32>(x, y, n, f);
+}
+
+__attribute__((target("arch=x86-64-v3"))) void finish_stored_f32_streams32(const float* e, float* y, int64_t n,
+                                                                            double factor) {
+  finish_stored_streamed<float, Streams32>(e, y, n, factor);
+}
+
+__attribute__((target("arch=x86-64-v3"))) void finish_log_f32_streams32(const float* x, float* y, int64_t n,
+                                                                         double max, double log_sum) {
+  finish_log_streamed<float, Streams32>(x, y, n, max, log_sum);
 }
 
 bool cpu_has_x86_64_v3() {
@@ -36,12 +54,21 @@ bool cpu_has_x86_64_v3() {
 }
 #endif
 
+// Whether n streamed elements of y (a chunk, or each of the rows) take the 32-byte stores.
+bool streams32_for(const void* y, softmax_dtype t, int64_t n, bool stream) {
+#if SOFTMAX_CPU_X86_LEVELS
+  return stream && stream_rows_to<float, Streams32>(y, t, n) && cpu_has_x86_64_v3();
+#else
+  (void)y, (void)t, (void)n, (void)stream;
+  return false;
+#endif
+}
+
 SOFTMAX_CPU_CLONES
 void short_rows_f32(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols, bool log_softmax,
                     bool stream) {
 #if SOFTMAX_CPU_X86_LEVELS
-  if (stream && stream_rows_to<float, Streams32>(y, dtype.y, cols) && cpu_has_x86_64_v3())
-    return short_rows_f32_streams32(x, y, dtype, rows, cols, log_softmax);
+  if (streams32_for(y, dtype.y, cols, stream)) return short_rows_f32_streams32(x, y, dtype, rows, cols, log_softmax);
 #endif
   short_rows<float>(x, y, dtype, rows, cols, log_softmax, stream);
 }
@@ -52,18 +79,29 @@ ChunkPartial chunk_partial_f32(const void* x, Dtypes dtype, int64_t n, void* exp
 }
 
 SOFTMAX_CPU_CLONES
-void finish_recompute_f32(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool /*stream*/) {
+void finish_recompute_f32(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, bool stream) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if (streams32_for(y, dtype.y, n, stream))
+    return finish_recompute_f32_streams32(as_arith<float>(x, dtype.x, size_t(n)), static_cast<float*>(y), n, f);
+#endif
   finish_recompute<float>(x, y, dtype, n, f);
 }
 
 SOFTMAX_CPU_CLONES
-void finish_stored_f32(const void* e, void* y, Dtypes dtype, int64_t n, double factor, bool /*stream*/) {
+void finish_stored_f32(const void* e, void* y, Dtypes dtype, int64_t n, double factor, bool stream) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if (streams32_for(y, dtype.y, n, stream))
+    return finish_stored_f32_streams32(static_cast<const float*>(e), static_cast<float*>(y), n, factor);
+#endif
   finish_stored<float>(e, y, dtype, n, factor);
 }
 
 SOFTMAX_CPU_CLONES
-void finish_log_f32(const void* x, void* y, Dtypes dtype, int64_t n, double max, double log_sum,
-                    bool /*stream*/) {
+void finish_log_f32(const void* x, void* y, Dtypes dtype, int64_t n, double max, double log_sum, bool stream) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if (streams32_for(y, dtype.y, n, stream))
+    return finish_log_f32_streams32(as_arith<float>(x, dtype.x, size_t(n)), static_cast<float*>(y), n, max, log_sum);
+#endif
   finish_log<float>(x, y, dtype, n, max, log_sum);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 #include "cpu_test_util.h"
 
@@ -73,6 +74,25 @@ TEST_P(CpuRows, ExactZerosSubnormalsAndInfinities) {
       const Buffer y = run_rows(x, softmax_cpu_test::kExactnessRows, cols, log_softmax, threads);
       ASSERT_TRUE(rows_match_reference(x, y, softmax_cpu_test::kExactnessRows, cols, log_softmax, seed))
           << "threads " << threads;
+    }
+  }
+}
+
+// Log-softmax of a row whose max is -0 and whose sum rounds to exactly 1: the max element's
+// output is (-0 - -0) - 0 = +0, whatever route the row takes (registers, L1, streamed stores).
+TEST(CpuLogSoftmax, ZeroResultOfANegativeZeroMaxIsPositive) {
+  for (const int64_t cols : {int64_t{2}, int64_t{7}, int64_t{20}, int64_t{32}, int64_t{40}, int64_t{128}, int64_t{1024}}) {
+    for (const bool streamed_size : {false, true}) {
+      if (streamed_size && cols != 32 && cols != 128) continue;
+      const int64_t rows = streamed_size ? (int64_t{32} << 20) / (4 * cols) : 64;
+      std::vector<float> x(size_t(rows * cols), -100.0f), y(size_t(rows * cols));
+      for (int64_t r = 0; r < rows; ++r) x[size_t(r * cols)] = -0.0f;
+      const softmax_options o = softmax_cpu_test::cpu_options(2, SOFTMAX_FLAG_LOG);
+      ASSERT_EQ(softmax_rows(x.data(), y.data(), rows, cols, SOFTMAX_DTYPE_F32, &o), SOFTMAX_STATUS_SUCCESS);
+      for (const int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+        ASSERT_EQ(y[size_t(r * cols)], 0.0f) << "cols " << cols << " row " << r;
+        ASSERT_FALSE(std::signbit(y[size_t(r * cols)])) << "cols " << cols << " row " << r;
+      }
     }
   }
 }
