@@ -417,19 +417,6 @@ SOFTMAX_CPU_INLINE void stream_out(T* y, size_t n, G g) {
   if (i < n) Out::template store<T>(y + i, g(i, n - i), (n - i) * sizeof(T));
 }
 
-// ---- prefetch ---------------------------------------------------------------------------------
-
-// Rows are read in order and the max pass, the first touch of a row, runs into memory latency:
-// the hardware prefetcher does not run far enough ahead while the core spends the exp pass on data
-// already in L1. So each row asks for the bytes one row (at least 4 KiB) further on, into L2. A
-// prefetch never faults: running past the end of x is harmless.
-template <class T>
-SOFTMAX_CPU_INLINE void prefetch_next_rows(const T* row, size_t n) {
-  const size_t bytes = n * sizeof(T);
-  const char* ahead = reinterpret_cast<const char*>(row) + std::max<size_t>(bytes, 4096);
-  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b, 0, 2);
-}
-
 // a > b ? a : b per lane. NaN may or may not survive: the exp pass catches it.
 template <class V>
 SOFTMAX_CPU_INLINE V max_v(V a, V b) {
@@ -632,7 +619,6 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
   constexpr size_t L = Simd<T>::kLanes;
   const size_t last = n - (kVecs - 1) * L;  // lanes of the last vector that count, 1..L
   const T* x_last = x + (kVecs - 1) * L;
-  prefetch_next_rows(x, n);
   // Vector k of the row (padded with -inf); loaded again for log-softmax's output, from L1, so
   // that the input need not stay in registers beside the exps.
   const auto load = [&](size_t k) {
