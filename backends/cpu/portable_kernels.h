@@ -32,6 +32,10 @@
 #endif
 
 #define SOFTMAX_CPU_INLINE inline __attribute__((always_inline))
+// For lambdas that take or return vectors: inlined at every optimisation level. Called, such a
+// lambda (compiled without the clone's target) would take the vectors by another ABI than an
+// AVX clone passes them in (ymm registers), and -O0 builds crash.
+#define SOFTMAX_CPU_INLINE_LAMBDA __attribute__((always_inline))
 
 namespace softmax_internal {
 namespace cpu {
@@ -451,11 +455,11 @@ SOFTMAX_CPU_INLINE T fold_lanes(typename Simd<T>::V v, Op op) {
 }
 template <class T>
 SOFTMAX_CPU_INLINE T sum_lanes(typename Simd<T>::V v) {
-  return fold_lanes<T>(v, [](auto a, auto b) { return a + b; });
+  return fold_lanes<T>(v, [](auto a, auto b) SOFTMAX_CPU_INLINE_LAMBDA { return a + b; });
 }
 template <class T>
 SOFTMAX_CPU_INLINE T max_lanes(typename Simd<T>::V v) {
-  return fold_lanes<T>(v, [](auto a, auto b) { return b > a ? b : a; });
+  return fold_lanes<T>(v, [](auto a, auto b) SOFTMAX_CPU_INLINE_LAMBDA { return b > a ? b : a; });
 }
 
 // exp_scaled on a vector: the same steps, lane by lane.
@@ -596,12 +600,12 @@ SOFTMAX_CPU_INLINE void row_softmax_streamed(const T* x, T* y, T* scratch, size_
     const T s = exp_sum<T, false>(x, n, max, nullptr);
     const T ls = T(std::log(double(s * Arith<T>::kUnscale)));
     const V vm = splat_v(max), vl = splat_v(ls);
-    stream_out<T, Out>(y, n, [&](size_t i, size_t m) {
+    stream_out<T, Out>(y, n, [&](size_t i, size_t m) SOFTMAX_CPU_INLINE_LAMBDA {
       return ((m == Simd<T>::kLanes ? load_v(x + i) : load_first(x + i, m, T(0))) - vm) - vl;
     });
   } else {
     const V f = splat_v(T(1) / exp_sum<T, true>(x, n, max, scratch));
-    stream_out<T, Out>(y, n, [&](size_t i, size_t) { return load_v(scratch + i) * f; });
+    stream_out<T, Out>(y, n, [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(scratch + i) * f; });
   }
 }
 
@@ -621,7 +625,7 @@ SOFTMAX_CPU_INLINE void row_in_registers(const T* x, T* y, size_t n, bool log_so
   const T* x_last = x + (kVecs - 1) * L;
   // Vector k of the row (padded with -inf); loaded again for log-softmax's output, from L1, so
   // that the input need not stay in registers beside the exps.
-  const auto load = [&](size_t k) {
+  const auto load = [&](size_t k) SOFTMAX_CPU_INLINE_LAMBDA {
     if (k + 1 < kVecs || last == L) return load_v(x + k * L);
     return kReadPast ? load_first_reading_past(x_last, last, kNegInf<T>) : load_first(x_last, last, kNegInf<T>);
   };
@@ -813,11 +817,11 @@ SOFTMAX_CPU_INLINE void finish_recompute_streamed(const T* x, T* y, int64_t n, C
   const ScaledFactor<T> sf(T(f.factor));
   const V first = splat_v(sf.first), second = splat_v(sf.second);
   if (sf.two_steps) {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) {
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA {
       return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first * second;
     });
   } else {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first; });
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first; });
   }
 }
 
@@ -827,9 +831,9 @@ SOFTMAX_CPU_INLINE void finish_stored_streamed(const T* e, T* y, int64_t n, doub
   const ScaledFactor<T> sf(static_cast<T>(factor));
   const V first = splat_v(sf.first), second = splat_v(sf.second);
   if (sf.two_steps) {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return load_v(e + i) * first * second; });
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first * second; });
   } else {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return load_v(e + i) * first; });
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first; });
   }
 }
 
@@ -837,7 +841,7 @@ template <class T, class Out>
 SOFTMAX_CPU_INLINE void finish_log_streamed(const T* x, T* y, int64_t n, double max, double log_sum) {
   using V = typename Simd<T>::V;
   const V m = splat_v(T(max)), ls = splat_v(T(log_sum));
-  stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) { return (load_v(x + i) - m) - ls; });
+  stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return (load_v(x + i) - m) - ls; });
 }
 
 template <class T>
