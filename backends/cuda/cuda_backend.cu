@@ -265,25 +265,28 @@ Outcome cuda_rows_backward_from_stats(const RowsBackwardFromStatsProblem& p, con
 // Whether p comes from a stream-ordered allocation (cudaMallocAsync or a memory pool).
 // cudaPointerGetAttributes calls such memory unregistered until the stream has reached the
 // allocation, so a caller that allocates on its stream and calls at once (or captures both into
-// a graph) would be refused; the driver's pool handle says where it lives. The driver entry point
-// is looked up through the runtime, so libsoftmax still needs no libcuda at load time.
+// a graph) would be refused; the driver's pool handle says where it lives. cuPointerGetAttributes
+// (plural) answers plain host memory with a null handle, where the singular form fails the call,
+// which compute-sanitizer reports as an API error on every call with host pointers. The driver
+// entry point is looked up through the runtime, so libsoftmax still needs no libcuda at load time.
 bool from_memory_pool(const void* p) {
-  using GetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-  static const GetAttribute get = [] {
+  using GetAttributes = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+  static const GetAttributes get = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &found) !=
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 12000, cudaEnableDefault, &found) !=
             cudaSuccess ||
         found != cudaDriverEntryPointSuccess) {
       (void)cudaGetLastError();
-      return GetAttribute{nullptr};
+      return GetAttributes{nullptr};
     }
-    return reinterpret_cast<GetAttribute>(fn);
+    return reinterpret_cast<GetAttributes>(fn);
   }();
   if (get == nullptr) return false;
+  CUpointer_attribute what = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
   void* pool = nullptr;
-  return get(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS &&
-         pool != nullptr;
+  void* data[1] = {&pool};
+  return get(1, &what, data, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS && pool != nullptr;
 }
 
 // Whether p lies in memory that the graph being captured on `stream` allocates (cudaMallocAsync
