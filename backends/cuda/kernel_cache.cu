@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_outcome.h"
+#include "backends/cuda/relaxed_capture.h"
 
 namespace softmax_internal {
 namespace {
@@ -83,7 +84,10 @@ Outcome allow_large_clusters(const void* kernel, int device) {
   int done = 0;
   const Key key{kernel, device, 0, 16};
   if (cached(key, &done)) return Outcome::ok();
-  SOFTMAX_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  {
+    const RelaxedCaptureMode relaxed;  // the first such call may be under graph capture
+    SOFTMAX_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
   remember(key, 1);
   return Outcome::ok();
 }

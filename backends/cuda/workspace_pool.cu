@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_outcome.h"
+#include "backends/cuda/relaxed_capture.h"
 
 namespace softmax_internal {
 namespace {
@@ -30,6 +31,7 @@ cudaMemPool_t pool_for(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
   DevicePool& d = g_pools[device];
   std::call_once(d.once, [&] {
+    const RelaxedCaptureMode relaxed;  // the first split-row call may be under graph capture
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
