@@ -11,7 +11,8 @@
 #   SOFTMAX_CUDA_ARCHITECTURES=90 ...     # CUDA architectures of the test builds (default: 90
 #                                         # under CI, this GPU's when one is present, else the
 #                                         # project's list)
-#   SOFTMAX_DEBUG_CHECK=0|1               # Debug build + CPU/API suites (default: on under CI)
+#   SOFTMAX_DEBUG_CHECK=0|1               # Debug build + CPU/API suites, and the CUDA suite when a
+#                                         # GPU can run it (default: on under CI)
 #   SOFTMAX_DEB_CHECK=0|1                 # Debian packages, all CUDA architectures (default: on under CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,39 +73,11 @@ echo "== build (-j$jobs)"
 cmake --build "$build" -j "$jobs"
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
-stage_done "Release build and ctest" $t0
-
-# --- reliability: sanitizers, fuzz smoke test, ABI checks that need their own builds -----------
-if [ "${SOFTMAX_SKIP_RELIABILITY:-0}" != 1 ] && [ -x "$root/tests/reliability/ci.sh" ]; then
-  t0=$SECONDS
-  echo "== reliability checks"
-  "$root/tests/reliability/ci.sh"
-  stage_done "reliability" $t0
-fi
-
-# --- Debug build: CUDA compiled, CPU and API suites run ----------------------------------------
-if [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = true ]; then
-  t0=$SECONDS
-  debug=${SOFTMAX_DEBUG_BUILD_DIR:-$root/build-debug}
-  echo "== Debug build (${cuda_flags[*]}) in $debug"
-  cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${cuda_flags[@]}" \
-        -DSOFTMAX_BUILD_BENCH=OFF -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF >/dev/null
-  targets=(softmax softmax_api_tests softmax_c99_header_test softmax_cpu_tests)
-  if ninja -C "$debug" -t targets all | grep -q '^softmax_cpu_highway_target_tests:'; then
-    targets+=(softmax_cpu_highway_target_tests)
-  fi
-  have_cuda_tests=0
-  if ninja -C "$debug" -t targets all | grep -q '^softmax_cuda_tests:'; then
-    targets+=(softmax_cuda_tests)
-    have_cuda_tests=1
-  fi
-  cmake --build "$debug" -j "$jobs" --target "${targets[@]}"
-  ctest --test-dir "$debug" --output-on-failure -j "$jobs" -R '^(api|cpu|cuda)\.'
-  if [ $have_cuda_tests = 1 ] && ! nvidia-smi >/dev/null 2>&1; then
-    # Without a GPU every CUDA test must skip, and say why.
-    xml="$debug/cuda-skips.xml"
-    "$debug/tests/cuda/softmax_cuda_tests" --gtest_output="xml:$xml" >/dev/null
-    python3 - "$xml" <<'EOF'
+if [ -x "$build/tests/cuda/softmax_cuda_tests" ] && ! nvidia-smi >/dev/null 2>&1; then
+  # Without a GPU every CUDA test must skip, and say why.
+  xml="$build/cuda-skips.xml"
+  "$build/tests/cuda/softmax_cuda_tests" --gtest_output="xml:$xml" >/dev/null
+  python3 - "$xml" <<'EOF'
 import sys
 import xml.etree.ElementTree as ET
 cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
@@ -121,8 +94,38 @@ if ran or silent or total == 0:
              % (total, ran[:5], silent[:5]))
 print("== all %d CUDA tests skipped without a GPU, each with its reason" % total)
 EOF
+fi
+stage_done "Release build and ctest" $t0
+
+# --- reliability: sanitizers, fuzz smoke test, ABI checks that need their own builds -----------
+if [ "${SOFTMAX_SKIP_RELIABILITY:-0}" != 1 ] && [ -x "$root/tests/reliability/ci.sh" ]; then
+  t0=$SECONDS
+  echo "== reliability checks"
+  "$root/tests/reliability/ci.sh"
+  stage_done "reliability" $t0
+fi
+
+# --- Debug build: CPU and API suites, and CUDA where a GPU runs it ----------------------------
+if [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = true ]; then
+  t0=$SECONDS
+  debug=${SOFTMAX_DEBUG_BUILD_DIR:-$root/build-debug}
+  # The Debug build compiles the CUDA backend where its suite can run; without a GPU the Release
+  # build above has compiled it and shown every CUDA test skipping with its reason.
+  debug_cuda=("${cuda_flags[@]}")
+  nvidia-smi >/dev/null 2>&1 || debug_cuda=(-DSOFTMAX_WITH_CUDA=OFF)
+  echo "== Debug build (${debug_cuda[*]}) in $debug"
+  cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${debug_cuda[@]}" \
+        -DSOFTMAX_BUILD_BENCH=OFF -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF >/dev/null
+  targets=(softmax softmax_api_tests softmax_c99_header_test softmax_cpu_tests)
+  if ninja -C "$debug" -t targets all | grep -q '^softmax_cpu_highway_target_tests:'; then
+    targets+=(softmax_cpu_highway_target_tests)
   fi
-  stage_done "Debug build and CPU/API/CUDA suites" $t0
+  if ninja -C "$debug" -t targets all | grep -q '^softmax_cuda_tests:'; then
+    targets+=(softmax_cuda_tests)
+  fi
+  cmake --build "$debug" -j "$jobs" --target "${targets[@]}"
+  ctest --test-dir "$debug" --output-on-failure -j "$jobs" -R '^(api|cpu|cuda)\.'
+  stage_done "Debug build and its suites" $t0
 fi
 
 # --- Debian packages: every CUDA architecture, installed into a scratch folder -----------------
