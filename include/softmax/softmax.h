@@ -136,8 +136,8 @@ SOFTMAX_API softmax_status softmax_rows_backward(const void* y, const void* dy, 
  * the keep mask from (seed, offset) with the forward's rule, so no mask or activation has to be
  * saved. Per row
  *   g = keep ? dy / (1 - p) : 0;  dx = s * (g - sum(s * g)).
- * x and dx are stored as x, dy as the forward's y. dx may equal dy (same element size).
- * SOFTMAX_FLAG_LOG is rejected here.
+ * p = 1 gives dx = 0 whatever x holds, as the forward gives zeros. x and dx are stored as x, dy
+ * as the forward's y. dx may equal dy (same element size). SOFTMAX_FLAG_LOG is rejected here.
  */
 SOFTMAX_API softmax_status softmax_dropout_backward(const void* x, const void* dy, void* dx,
                                                     int64_t rows, int64_t cols, softmax_dtype dtype,

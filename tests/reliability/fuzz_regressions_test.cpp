@@ -444,6 +444,23 @@ TEST(CheckedCalls, NonFiniteInputs) {
   }
 }
 
+// Found by the fuzzer: softmax_dropout_backward(rows=2, cols=31, f16, p=1) with a NaN in x. At
+// p = 1 nothing is kept and the library writes dx = 0 without a softmax, as the forward writes
+// zeros for any x; the oracle wanted the NaN of s * (0 - sum(s * 0)). The header now states the
+// rule, and non-finite x at p = 1 must still give +0 everywhere.
+TEST(FuzzRegression, DropoutBackwardAtPOneIgnoresNonFiniteX) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const int32_t dtype : {0, 1, 2, 3}) {
+    const size_t es = oracle_element_size(dtype);
+    ArenaCall c = make(Op::DropoutBackward, 3, 31, dtype, disjoint(Op::DropoutBackward, 3, 31, es, es));
+    c.call.args.p = 1.0f;
+    c.call.seed = 4995134463921048897ull;
+    c.call.offset = 4995722685159505920ull;
+    c.specials = {{0, 0, nan}, {0, 31 + 5, inf}, {0, 62 + 7, -inf}};
+    EXPECT_EQ(c.run(), "") << "dtype " << dtype;
+  }
+}
+
 TEST(CheckedCalls, DropoutProbabilities) {
   const float inf = std::numeric_limits<float>::infinity();
   const float ps[] = {0.0f, -0.0f, 1.0f, 0.5f, std::numeric_limits<float>::denorm_min(),

@@ -321,10 +321,18 @@ inline std::string check_backward_row_stats(const Io& io) {
   return "";
 }
 
-// softmax_dropout_backward: s = softmax(x), g = keep ? dy / (1 - p) : 0, dx = s * (g - sum(s * g)).
+// softmax_dropout_backward: s = softmax(x), g = keep ? dy / (1 - p) : 0, dx = s * (g - sum(s * g));
+// p = 1: dx = +0 whatever x holds (the forward's output is zeros for any x, NaN included).
 inline std::string check_dropout_backward(const Io& io) {
   const CallArgs& a = *io.args;
   const Verdict& v = *io.verdict;
+  if (a.p >= 1.0f) {
+    for (size_t i = 0; i < io.rows * io.cols; ++i) {
+      const double got = load(io.after[2], i, v.x_type);
+      if (got != 0.0 || std::signbit(got)) return element_failure("dx", i, i / io.cols, got, 0.0, 0.0) + " (p = 1)";
+    }
+    return "";
+  }
   const Tolerance tol = tolerance_for(v.x_type, v.fp64(), a.cols);
   const double scale = a.p < 1.0f ? 1.0 / (1.0 - static_cast<double>(a.p)) : 0.0;
   std::vector<double> s, g(io.cols);
