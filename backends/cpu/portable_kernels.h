@@ -732,10 +732,10 @@ SOFTMAX_CPU_INLINE void short_rows(const void* x, void* y, Dtypes dtype, int64_t
     T* scratch = static_cast<T*>(thread_scratch(ScratchSlot::Output, size_t(cols) * sizeof(T)));
     for (int64_t r = 0; r < rows; ++r)
       row_softmax_streamed<T, Out>(static_cast<const T*>(x) + r * cols, static_cast<T*>(y) + r * cols, scratch,
-                              size_t(cols), log_softmax);
+                                   size_t(cols), log_softmax);
     return;
   }
-  if (usable_as<T>(x, dtype.x) && usable_as<T>(y, dtype.y)) {
+  if (direct) {
     // Rows finished straight in y; in place is fine (each element is read before its position
     // is written, and the max pass reads the whole row first).
     for (int64_t r = 0; r < rows; ++r)
@@ -821,7 +821,9 @@ SOFTMAX_CPU_INLINE void finish_recompute_streamed(const T* x, T* y, int64_t n, C
       return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first * second;
     });
   } else {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first; });
+    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA {
+      return exp_scaled_v<T>(load_v(x + i) - vs, clamp) * first;
+    });
   }
 }
 
@@ -831,9 +833,11 @@ SOFTMAX_CPU_INLINE void finish_stored_streamed(const T* e, T* y, int64_t n, doub
   const ScaledFactor<T> sf(static_cast<T>(factor));
   const V first = splat_v(sf.first), second = splat_v(sf.second);
   if (sf.two_steps) {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first * second; });
+    stream_out<T, Out>(y, size_t(n),
+                       [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first * second; });
   } else {
-    stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first; });
+    stream_out<T, Out>(y, size_t(n),
+                       [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return load_v(e + i) * first; });
   }
 }
 
@@ -841,7 +845,8 @@ template <class T, class Out>
 SOFTMAX_CPU_INLINE void finish_log_streamed(const T* x, T* y, int64_t n, double max, double log_sum) {
   using V = typename Simd<T>::V;
   const V m = splat_v(T(max)), ls = splat_v(T(log_sum));
-  stream_out<T, Out>(y, size_t(n), [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return (load_v(x + i) - m) - ls; });
+  stream_out<T, Out>(y, size_t(n),
+                     [&](size_t i, size_t) SOFTMAX_CPU_INLINE_LAMBDA { return (load_v(x + i) - m) - ls; });
 }
 
 template <class T>
