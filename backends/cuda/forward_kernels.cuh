@@ -186,7 +186,7 @@ constexpr bool kForwardPacked = Elem<T>::kBytes == 2 && !kBlock;
 // Registers of row data a thread holds for `chunks` chunks of T (HeldRow).
 template <class T, class A, bool kPacked>
 __host__ __device__ constexpr int held_registers(int chunks) {
-  return kPacked ? 4 * chunks : chunks * kChunkElems<T> * int(sizeof(A)) / 4;
+  return kPacked ? chunks * kChunkBytes<T> / 4 : chunks * kChunkElems<T> * int(sizeof(A)) / 4;
 }
 
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock>

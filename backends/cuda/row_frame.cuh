@@ -181,16 +181,17 @@ __device__ __forceinline__ void store_resized(char* row, int cols, bool live, co
   }
 }
 
-// Writes a thread's chunks of values to a row stored as Y. A Y of the layout's element size
-// goes through the realigning store (every lane of the warp calls this together).
+// Writes a thread's chunks of values to a row stored as Y. Chunks that make 16 bytes of Y (Y of
+// the layout's element size, or f32 from a Narrow 16-bit layout) go through the realigning store
+// (every lane of the warp calls this together).
 template <class T, class Y, class A, int K, int V>
 __device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
   char* row = static_cast<char*>(row_ptr);
-  if constexpr (Elem<Y>::kBytes == Elem<T>::kBytes) {
+  if constexpr (V * Elem<Y>::kBytes == 16 && !kUnaligned<Y>) {
     Words c[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
-    store_chunks<K, Elem<T>::kBytes>(row, cols, live, p, c);
+    store_chunks<K, Elem<Y>::kBytes>(row, cols, live, p, c);
   } else {
     store_resized<Y, A, K, V>(row, cols, live, p, v);
   }
@@ -267,7 +268,7 @@ __device__ __forceinline__ void load_values(const void* base, const char* end, i
     Words c[K];
     const RowBytes rb{static_cast<const char*>(base) + first * kBytes, cols * kBytes,
                       static_cast<const char*>(base), end};
-    load_chunks<K, kBytes>(rb, live, p, c);
+    load_chunks<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
     if constexpr (kBytes == 2 && !kExact) {
       if (t != Elem<T>::kDtype) {
         to_values<typename Other16<T>::type, A, K, V>(c, p, cols, pad, v);
@@ -303,7 +304,7 @@ struct HeldRow<T, A, K, V, true> {
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype, const Place& p, A pad) {
     const RowBytes rb{static_cast<const char*>(base) + first * 2, cols * 2, static_cast<const char*>(base), end};
-    load_chunks<K, 2>(rb, live, p, c);
+    load_chunks<K, 2, kChunkBytes<T>>(rb, live, p, c);
     if (!warp_holds_padding<K, V>(p, cols)) return;
     const uint32_t pad_bits = uint32_t(element_bits(pad, Elem<T>::kDtype));
 #pragma unroll

@@ -2,7 +2,8 @@
 // Where each thread's elements lie in its row, and how they get there and back for any row
 // length and any pointer alignment.
 //
-// A row is cut into logical chunks of 16 bytes of its layout type T (kChunkElems<T> columns):
+// A row is cut into logical chunks of 16 bytes of its layout type T (kChunkElems<T> columns; 8
+// bytes for Narrow layouts, storage.cuh):
 // chunk L holds columns [L*V, L*V + V), counted from the row's first column whatever that
 // column's address. Threads form segments of G lanes (G <= 32, a power of two); segment s owns
 // logical chunks [s*K*G, (s+1)*K*G) of its row, lane l holding chunks s*K*G + k*G + l for
@@ -10,7 +11,8 @@
 // on the row length alone: a row gives the same bits wherever it sits in the batch and however
 // its pointers are aligned.
 //
-// Memory is only touched with aligned 16-byte vectors, also for rows that start mid-vector
+// Memory is only touched with aligned 16-byte vectors (8-byte units for a Narrow layout's loads),
+// also for rows that start mid-vector
 // (cols not a multiple of V, or pointers offset by some elements). A misaligned row is loaded as
 // the aligned vectors that cover it: lane l loads physical vector L (its own index) and takes
 // the rest of its logical chunk from physical vector L + 1, which its right neighbour loaded
@@ -60,12 +62,35 @@ __device__ __forceinline__ Words window16(const Words& a, const Words& c, int b)
   return out;
 }
 
-// Lane l gets `provided` of lane (l + 1) mod G in its segment.
+// Bytes [b, b + 8) of the 16 bytes a ++ c (8 bytes each, in their first two words), for b in
+// [0, 8).
+__device__ __forceinline__ Words window8(const Words& a, const Words& c, int b) {
+  const uint32_t w[4] = {a.w[0], a.w[1], c.w[0], c.w[1]};
+  const uint32_t r = uint32_t(b & 3) * 8u;
+  uint32_t t[3];
+#pragma unroll
+  for (int i = 0; i < 3; ++i) t[i] = (b & 4) ? w[i + 1] : w[i];
+  return Words{{__funnelshift_r(t[0], t[1], r), __funnelshift_r(t[1], t[2], r), 0, 0}};
+}
+
+// Bytes [b, b + UB) of the units a ++ c of UB bytes.
+template <int UB>
+__device__ __forceinline__ Words window(const Words& a, const Words& c, int b) {
+  if constexpr (UB == 16) {
+    return window16(a, c, b);
+  } else {
+    static_assert(UB == 8, "units are 16 or 8 bytes");
+    return window8(a, c, b);
+  }
+}
+
+// Lane l gets the first NW words of `provided` of lane (l + 1) mod G in its segment.
+template <int NW = 4>
 __device__ __forceinline__ Words from_right(const Words& provided, const Place& p) {
-  Words n;
+  Words n = {{0, 0, 0, 0}};
   const int src = (p.lane + 1) & (p.width - 1);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) n.w[i] = __shfl_sync(kFullMask, provided.w[i], src, p.width);
+  for (int i = 0; i < NW; ++i) n.w[i] = __shfl_sync(kFullMask, provided.w[i], src, p.width);
   return n;
 }
 
@@ -75,17 +100,27 @@ struct RowBytes {
   int bytes;          // cols * element size (from `row` on)
   const char* begin;  // the whole array, for the vectors that stick out of it
   const char* end;
-  __device__ __forceinline__ int shift() const { return int(reinterpret_cast<uintptr_t>(row) & 15); }
+  // Bytes from the last UB-aligned address to the row's start.
+  template <int UB>
+  __device__ __forceinline__ int shift() const {
+    return int(reinterpret_cast<uintptr_t>(row) & (UB - 1));
+  }
 };
 
-// The aligned vector at `p` (16-byte aligned), reading only the bytes inside [begin, end)
+// The aligned unit of UB bytes at `p` (16 or 8), reading only the bytes inside [begin, end)
 // element by element (ES bytes each) when it sticks out of the array.
-template <int ES>
-__device__ __forceinline__ Words load_vector(const char* p, const RowBytes& r) {
-  if (p >= r.begin && p + 16 <= r.end) return load16(p);
+template <int UB, int ES>
+__device__ __forceinline__ Words load_unit(const char* p, const RowBytes& r) {
+  if (p >= r.begin && p + UB <= r.end) {
+    if constexpr (UB == 16) {
+      return load16(p);
+    } else {
+      return load8(p);
+    }
+  }
   Words v = {{0, 0, 0, 0}};
 #pragma unroll
-  for (int o = 0; o < 16; o += ES) {
+  for (int o = 0; o < UB; o += ES) {
     if (p + o >= r.begin && p + o < r.end) {
       const uint64_t e = load_element(p + o, ES);
       if constexpr (ES == 8) {
@@ -100,29 +135,29 @@ __device__ __forceinline__ Words load_vector(const char* p, const RowBytes& r) {
   return v;
 }
 
-// The thread's K logical chunks of a row whose element size is ES bytes (16/ES columns per
-// chunk). Chunks past the row come back as zero words; callers mask columns >= cols.
-// Every lane of the warp must call this together (it shuffles), also for rows past the end
-// (pass live = false).
-template <int K, int ES>
+// The thread's K logical chunks of UB bytes (16, or 8 for a Narrow layout) of a row whose
+// element size is ES bytes (UB/ES columns per chunk). Chunks past the row come back as zero
+// words; callers mask columns >= cols. Every lane of the warp must call this together (it
+// shuffles), also for rows past the end (pass live = false).
+template <int K, int ES, int UB = 16>
 __device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
-  const int sh = live ? r.shift() : 0;
+  const int sh = live ? r.shift<UB>() : 0;
   const char* base = r.row - sh;
-  const int npv = live ? (r.bytes + sh + 15) >> 4 : 0;  // physical vectors touching the row
+  const int npv = live ? (r.bytes + sh + UB - 1) / UB : 0;  // physical units touching the row
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
-    out[k] = P < npv ? load_vector<ES>(base + 16 * P, r) : Words{{0, 0, 0, 0}};
+    out[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r) : Words{{0, 0, 0, 0}};
   }
   if (!__any_sync(kFullMask, sh != 0)) return;
   const int extra_p = p.first + K * p.width;
   const Words extra =
-      (p.lane == 0 && extra_p < npv) ? load_vector<ES>(base + 16 * extra_p, r) : Words{{0, 0, 0, 0}};
+      (p.lane == 0 && extra_p < npv) ? load_unit<UB, ES>(base + UB * extra_p, r) : Words{{0, 0, 0, 0}};
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const Words provided = p.lane == 0 ? (k + 1 < K ? out[k + 1] : extra) : out[k];
-    const Words next = from_right(provided, p);
-    out[k] = window16(out[k], next, sh);
+    const Words next = from_right<UB / 4>(provided, p);
+    out[k] = window<UB>(out[k], next, sh);
   }
 }
 
