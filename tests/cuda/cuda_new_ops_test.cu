@@ -45,6 +45,13 @@ size_t layout_bytes(softmax_dtype primary, softmax_dtype other) {
   return primary == SOFTMAX_DTYPE_F64 || other == SOFTMAX_DTYPE_F64 ? 8 : element_size(primary);
 }
 
+// The element size whose chunks the forward kernels hold: layout_bytes(x, y), except that a
+// 16-bit x stored as f32 y is held in chunks of four columns and planned like f32 rows.
+size_t forward_layout_bytes(softmax_dtype xt, softmax_dtype yt) {
+  if (element_size(xt) == 2 && yt == SOFTMAX_DTYPE_F32) return 4;
+  return layout_bytes(xt, yt);
+}
+
 softmax_options typed_options(softmax_dtype y_dtype, uint32_t flags = 0) {
   softmax_options o = cuda_options(nullptr, flags | SOFTMAX_FLAG_Y_DTYPE);
   o.y_dtype = y_dtype;
@@ -284,7 +291,7 @@ void run_sharded(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t cols, b
     const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
     ASSERT_RUNS_OR_REFUSED(softmax_rows_from_stats(xv.p, yv.p, mx.at<float>(), se.at<float>(), int64_t(rows),
                                                    int64_t(w), xt, &o),
-                           int64_t(w), element_size(xt), 1);
+                           int64_t(w), forward_layout_bytes(xt, yt), 1);
     CUDA_OK(cudaDeviceSynchronize());
     const Buffer ys = yv.host(yt, rows * w);
     for (size_t r = 0; r < rows; ++r)
@@ -361,7 +368,7 @@ void run_forward_typed(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t c
   Dev xv(x, offset), yv(yt, n, offset);
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_RUNS_OR_REFUSED(softmax_rows(xv.p, yv.p, int64_t(rows), int64_t(cols), xt, &o), int64_t(cols),
-                         layout_bytes(xt, yt), 1);
+                         forward_layout_bytes(xt, yt), 1);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer y = yv.host(yt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;

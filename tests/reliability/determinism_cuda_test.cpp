@@ -3,6 +3,7 @@
 //   - run to run: the same call twice gives the same bytes;
 //   - batch invariance: a slice of rows computed alone equals those rows of the whole call, also
 //     when the row count moves the launcher to another strategy (few long rows: split-row);
+//   - alignment invariance: x and y off 16-byte alignment by some elements, every pair of types;
 //   - streams: the legacy default stream, a created stream, a non-blocking stream and two host
 //     threads on two streams at once all give the same bytes;
 //   - dropout's keep_mask equals the CPU backend's, bit for bit (DESIGN.md's promise).
@@ -15,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "reference.h"
@@ -129,6 +131,40 @@ Result run_on_device(Op op, const Buffer& x, int64_t rows, int64_t cols, void* s
   return r;
 }
 
+// softmax_rows or softmax_dropout of x (uploaded `x_off` elements into its allocation) into y of
+// type `y_dtype`, `y_off` elements into its (poisoned) allocation; y's bytes come back.
+Result run_placed(Op op, const Buffer& x, softmax_dtype y_dtype, int64_t rows, int64_t cols, size_t x_off,
+                  size_t y_off) {
+  Result r;
+  const size_t n = size_t(rows * cols), xs = softmax_test::element_size(x.dtype),
+               ys = softmax_test::element_size(y_dtype);
+  Device dx((n + x_off) * xs), dy((n + y_off) * ys);
+  if (!dx.p || !dy.p) {
+    r.error = "cudaMalloc failed";
+    return r;
+  }
+  void* xp = static_cast<char*>(dx.p) + x_off * xs;
+  void* yp = static_cast<char*>(dy.p) + y_off * ys;
+  if (cudaMemcpy(xp, x.data(), n * xs, cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaMemset(dy.p, 0xA5, (n + y_off) * ys) != cudaSuccess) {
+    r.error = "upload failed";
+    return r;
+  }
+  softmax_options o = softmax_default_options();
+  o.backend = SOFTMAX_BACKEND_CUDA;
+  o.flags = SOFTMAX_FLAG_Y_DTYPE | (op == Op::Log ? SOFTMAX_FLAG_LOG : 0u);
+  o.y_dtype = y_dtype;
+  r.status = op == Op::Dropout ? softmax_dropout(xp, yp, nullptr, rows, cols, x.dtype, 0.3f, 91, 5, &o)
+                               : softmax_rows(xp, yp, rows, cols, x.dtype, &o);
+  r.error = softmax_last_error();
+  r.y.resize(n * ys);
+  if (cudaMemcpy(r.y.data(), yp, n * ys, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    r.status = SOFTMAX_STATUS_CUDA_ERROR;
+    r.error = cudaGetErrorString(cudaGetLastError());
+  }
+  return r;
+}
+
 struct Shape {
   int64_t rows, cols;
 };
@@ -189,6 +225,36 @@ TEST(CudaDeterminism, RowResultDoesNotDependOnOtherRowsInTheCall) {
           ASSERT_EQ(0, std::memcmp(part.y.data(), whole.y.data() + size_t(a) * row_bytes,
                                    size_t(b - a) * row_bytes))
               << "rows [" << a << ", " << b << ") alone vs in the whole call: " << what(op, dtype, s, seed);
+        }
+      }
+    }
+  }
+#endif
+}
+
+// The README's promise: a row's result does not depend on the pointers' alignment, for every
+// pair of storage types (16-bit x with f32 y has a layout of its own) and every strategy.
+TEST(CudaDeterminism, RowResultDoesNotDependOnAlignment) {
+  REQUIRE_CUDA();
+#ifdef SOFTMAX_RELIABILITY_HAVE_CUDA
+  const std::pair<size_t, size_t> placements[] = {{1, 0}, {0, 1}, {3, 5}, {2, 2}};
+  for (const softmax_dtype xt : kDtypes) {
+    for (const softmax_dtype yt : kDtypes) {
+      for (const Shape s : {Shape{301, 100}, Shape{40, 1004}, Shape{9, 20004}, Shape{3, 70000}, Shape{2, 300008}}) {
+        const uint64_t seed = softmax_test::fresh_seed();
+        const Buffer x = softmax_test::random_input(xt, size_t(s.rows * s.cols), seed);
+        const std::string where = std::string(softmax_test::dtype_name(xt)) + " -> " + softmax_test::dtype_name(yt) +
+                                  " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " input seed " +
+                                  std::to_string(seed);
+        for (const Op op : {Op::Softmax, Op::Log, Op::Dropout}) {
+          const Result aligned = run_placed(op, x, yt, s.rows, s.cols, 0, 0);
+          ASSERT_EQ(aligned.status, SOFTMAX_STATUS_SUCCESS) << aligned.error << " " << op_name(op) << " " << where;
+          for (const auto& [xo, yo] : placements) {
+            const Result moved = run_placed(op, x, yt, s.rows, s.cols, xo, yo);
+            ASSERT_EQ(moved.status, SOFTMAX_STATUS_SUCCESS) << moved.error;
+            ASSERT_EQ(aligned.y, moved.y) << op_name(op) << " " << where << ": x " << xo << ", y " << yo
+                                          << " elements off alignment vs aligned";
+          }
         }
       }
     }

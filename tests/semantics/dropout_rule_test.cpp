@@ -115,6 +115,7 @@ TEST_P(Backends, YDtypeFlagWithXsOwnTypeChangesNothing) {
       const Result without = runner.run(c);
       c.set_y_dtype_flag = true;
       const Result with = runner.run(c);
+      if (without.refused_by_forced_strategy && with.refused_by_forced_strategy) continue;
       ASSERT_EQ(without.status, SOFTMAX_STATUS_SUCCESS) << without.message;
       ASSERT_EQ(with.status, SOFTMAX_STATUS_SUCCESS) << with.message;
       ASSERT_EQ(with.y.bytes, without.y.bytes) << softmax_test::dtype_name(t) << (log_softmax ? " log" : "");
