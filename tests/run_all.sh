@@ -8,8 +8,10 @@
 #   bash tests/run_all.sh                 # everything (Debug build and .deb only with CI=true)
 #   SOFTMAX_SKIP_RELIABILITY=1 ...        # without the sanitizer and fuzz builds
 #   SOFTMAX_REQUIRE_CUDA=1 ...            # fail if nvcc is missing (CI: the CUDA code must compile)
-#   SOFTMAX_CUDA_ARCHITECTURES=90 ...     # CUDA architectures of the test builds (default: 90
-#                                         # under CI, this GPU's when one is present, else the
+#   SOFTMAX_CUDA_ARCHITECTURES=90 ...     # CUDA architectures of the test builds (default under
+#                                         # CI: the library for the project's list, which the
+#                                         # Debian package step then packages, and the test code
+#                                         # for 90; else this GPU's when one is present, else the
 #                                         # project's list)
 #   SOFTMAX_DEBUG_CHECK=0|1               # Debug build + CPU/API suites, and the CUDA suite when a
 #                                         # GPU can run it (default: on under CI)
@@ -49,17 +51,22 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cuda_flags=(-DSOFTMAX_WITH_CUDA=OFF)
+debug_cuda_flags=(-DSOFTMAX_WITH_CUDA=OFF)
+deb_from_main=false  # the Debian package step packages the main build
 if command -v nvcc >/dev/null 2>&1; then
   cuda_flags=(-DSOFTMAX_WITH_CUDA=ON)
-  # The test builds compile one architecture under CI; the Debian package step below compiles
-  # every default one, so code that only some architectures reject is still caught.
   if [ -n "${SOFTMAX_CUDA_ARCHITECTURES:-}" ]; then
     cuda_flags+=("-DCMAKE_CUDA_ARCHITECTURES=$SOFTMAX_CUDA_ARCHITECTURES")
   elif [ $ci = true ]; then
-    cuda_flags+=(-DCMAKE_CUDA_ARCHITECTURES=90)
+    # Under CI the library is compiled once, for every default architecture (so code that only
+    # some architectures reject is caught), and packaged from this build; the test code for one.
+    cuda_flags+=(-DSOFTMAX_TEST_CUDA_ARCHITECTURES=90 -DCMAKE_INSTALL_PREFIX=/usr)
+    deb_from_main=true
   elif nvidia-smi >/dev/null 2>&1; then
     cuda_flags+=(-DCMAKE_CUDA_ARCHITECTURES=native)
   fi
+  debug_cuda_flags=("${cuda_flags[@]}")
+  $deb_from_main && debug_cuda_flags=(-DSOFTMAX_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
 elif [ "${SOFTMAX_REQUIRE_CUDA:-0}" = 1 ]; then
   echo "nvcc not found but SOFTMAX_REQUIRE_CUDA=1: the CUDA sources must be compiled" >&2
   exit 1
@@ -111,7 +118,7 @@ if [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = tr
   debug=${SOFTMAX_DEBUG_BUILD_DIR:-$root/build-debug}
   # The Debug build compiles the CUDA backend where its suite can run; without a GPU the Release
   # build above has compiled it and shown every CUDA test skipping with its reason.
-  debug_cuda=("${cuda_flags[@]}")
+  debug_cuda=("${debug_cuda_flags[@]}")
   nvidia-smi >/dev/null 2>&1 || debug_cuda=(-DSOFTMAX_WITH_CUDA=OFF)
   echo "== Debug build (${debug_cuda[*]}) in $debug"
   cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${debug_cuda[@]}" \
@@ -132,7 +139,9 @@ fi
 if [ "${SOFTMAX_DEB_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEB_CHECK:-$ci}" = true ]; then
   t0=$SECONDS
   echo "== Debian packages"
-  SOFTMAX_JOBS=$jobs bash "$root/tests/packaging/deb_package_check.sh"
+  deb_from=""
+  $deb_from_main && deb_from=$build
+  SOFTMAX_DEB_FROM=$deb_from SOFTMAX_JOBS=$jobs bash "$root/tests/packaging/deb_package_check.sh"
   stage_done "Debian packages" $t0
 fi
 

@@ -7,6 +7,8 @@
 #
 #   bash tests/packaging/deb_package_check.sh
 #   SOFTMAX_DEB_BUILD_DIR=...          build folder (default: build-deb)
+#   SOFTMAX_DEB_FROM=DIR               package an existing build configured with
+#                                      CMAKE_INSTALL_PREFIX=/usr (CI: its test build) instead
 #   SOFTMAX_DEB_CUDA_ARCHITECTURES=90  fewer architectures (default: the project's list)
 #   SOFTMAX_JOBS=N                     parallel build jobs (default: nproc)
 set -euo pipefail
@@ -24,9 +26,16 @@ if command -v nvcc >/dev/null 2>&1; then
     cuda+=("-DCMAKE_CUDA_ARCHITECTURES=$SOFTMAX_DEB_CUDA_ARCHITECTURES")
 fi
 
-echo "== configure ${cuda[*]} (prefix /usr) in $build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-      -DSOFTMAX_BUILD_TESTS=OFF -DSOFTMAX_BUILD_BENCH=OFF "${cuda[@]}" >/dev/null
+if [ -n "${SOFTMAX_DEB_FROM:-}" ]; then
+  build=$SOFTMAX_DEB_FROM
+  prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:[A-Z]*=//p' "$build/CMakeCache.txt")
+  [ "$prefix" = /usr ] || fail "$build was configured with CMAKE_INSTALL_PREFIX=$prefix, not /usr"
+  echo "== packaging the build in $build"
+else
+  echo "== configure ${cuda[*]} (prefix /usr) in $build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+        -DSOFTMAX_BUILD_TESTS=OFF -DSOFTMAX_BUILD_BENCH=OFF "${cuda[@]}" >/dev/null
+fi
 arches=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")
 t0=$SECONDS
 echo "== build libsoftmax (-j$jobs${arches:+, CUDA architectures $arches})"

@@ -16,6 +16,8 @@ set -euo pipefail
 seconds="${1:-60}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=hwy_flags.sh
+. "$here/hwy_flags.sh"
 build="${SOFTMAX_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${SOFTMAX_FUZZ_JOBS:-2}"
 corpus="${SOFTMAX_FUZZ_CORPUS:-$build/corpus}"
@@ -27,7 +29,8 @@ cxx="$(command -v clang++-14 || command -v clang++)"
 echo "== fuzz: building with $cxx into $build"
 mkdir -p "$build"
 cmake -S "$here/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only $(hwy_runnable_only)" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DSOFTMAX_FUZZ_CHECK_ENUM="${SOFTMAX_FUZZ_CHECK_ENUM:-ON}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }

@@ -32,6 +32,8 @@ set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=hwy_flags.sh
+. "$here/hwy_flags.sh"
 prefix="${SOFTMAX_SAN_BUILD_PREFIX:-$root/build-san}"
 jobs="${SOFTMAX_SAN_JOBS:-2}"
 which="${1:-all}"
@@ -46,7 +48,8 @@ configure_and_build() {  # <sanitizer> <build dir> [targets...]
   # on two cores; -O1 with line tables still gives file:line in every report, at about half the
   # build time.
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSOFTMAX_SANITIZE="$san" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG $(hwy_runnable_only)" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DSOFTMAX_WITH_CUDA=OFF -DSOFTMAX_BUILD_BENCH=OFF -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; return 1; }
   local targets=()
