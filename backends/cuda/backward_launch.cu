@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The backward kernel family (softmax_rows_backward and the sharded backward). The layout is y's
-// type (y and dy); dx is stored as x. Same-type rows get the full set of shapes; mixed types a
-// reduced one; anything with f64 the generic kernels.
+// type (y and dy), in 8-byte chunks (Narrow) when y is 16-bit and dx f32; dx is stored as x.
+// Same-type rows get the full set of shapes; mixed types a reduced one; anything with f64 the
+// generic kernels.
 #include "backends/cuda/launch_ops.h"
 #include "backends/cuda/storage_types.h"
 
@@ -47,11 +48,8 @@ struct Family {
   template <class T, class Y>
   Outcome run() const {
     constexpr bool kFull = kOp == Backward::Full && std::is_same_v<T, Y>;
-    // A dx wider than y whose rows do not all start on a 16-byte boundary: the realigning store.
-    if constexpr (Elem<Y>::kBytes > Elem<T>::kBytes) {
-      if (!rows_on_vectors(a.dx, a.cols, Elem<Y>::kBytes)) return launch_family<T, Unaligned<Y>, float, kOp, kFull>(a, env);
-    }
-    return launch_family<T, Y, float, kOp, kFull>(a, env);
+    using Layout = std::conditional_t<(Elem<Y>::kBytes > Elem<T>::kBytes), Narrow<T>, T>;
+    return launch_family<Layout, Y, float, kOp, kFull>(a, env);
   }
 };
 

@@ -131,51 +131,33 @@ __device__ __forceinline__ void chunk_words(const A (&v)[V], uint32_t (&w)[kWord
   }
 }
 
-// The thread's chunks of a row stored as U, whose element size differs from the layout's:
-// chunk k is V elements, V * sizeof(U) bytes at column chunk(k) * V. Unaligned<U> (rows that
-// may start anywhere, chunks of 32 bytes) goes through the realigning store by 16-byte units.
-// Otherwise whole vectors when the row start allows them (the same for every chunk), element
-// by element otherwise and at the end. Every lane of the warp calls this together.
+// The thread's chunks of a row stored as U, narrower than the layout's elements (f32 rows stored
+// as 16-bit): chunk k is V elements, V * sizeof(U) bytes at column chunk(k) * V. Whole vectors
+// when the row start allows them (the same for every chunk), element by element otherwise and
+// at the end.
 template <class U, class A, int K, int V>
 __device__ __forceinline__ void store_resized(char* row, int cols, bool live, const Place& p, const A (&v)[K][V]) {
-  constexpr int kBytes = V * Elem<U>::kBytes;  // 4, 8, 32 or 64
+  constexpr int kBytes = V * Elem<U>::kBytes;
+  static_assert(kBytes == 4 || kBytes == 8, "wider outputs are held in Narrow layouts and stored whole");
   constexpr int kWords = kBytes / 4;
-  if constexpr (kUnaligned<U>) {
-    static_assert(kBytes % 16 == 0, "the realigning store moves 16-byte units");
-    constexpr int NU = kBytes / 16;
-    Words units[K][NU];
+  if (!live) return;
+  const bool vectors = reinterpret_cast<uintptr_t>(row) % kBytes == 0;
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
+  for (int k = 0; k < K; ++k) {
+    const int L = p.chunk(k);
+    char* dst = row + int64_t(L) * kBytes;
+    if (vectors && (L + 1) * V <= cols) {
       uint32_t w[kWords];
       chunk_words<U, A, V, kWords>(v[k], w);
-#pragma unroll
-      for (int i = 0; i < NU; ++i) units[k][i] = Words{{w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]}};
-    }
-    store_units<K, NU, Elem<U>::kBytes>(row, cols, live, p, units);
-  } else {
-    if (!live) return;
-    constexpr int kAlign = kBytes < 16 ? kBytes : 16;
-    const bool vectors = reinterpret_cast<uintptr_t>(row) % kAlign == 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int L = p.chunk(k);
-      char* dst = row + int64_t(L) * kBytes;
-      if (vectors && (L + 1) * V <= cols) {
-        uint32_t w[kWords];
-        chunk_words<U, A, V, kWords>(v[k], w);
-        if constexpr (kBytes >= 16) {
-#pragma unroll
-          for (int q = 0; q < kBytes / 16; ++q) store16(dst + 16 * q, Words{{w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]}});
-        } else if constexpr (kBytes == 8) {
-          store8(dst, w[0], w[1]);
-        } else {
-          store4(dst, w[0]);
-        }
+      if constexpr (kBytes == 8) {
+        store8(dst, w[0], w[1]);
       } else {
+        store4(dst, w[0]);
+      }
+    } else {
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          if (L * V + j < cols) store_element(dst + j * Elem<U>::kBytes, element_bits(v[k][j], Elem<U>::kDtype), Elem<U>::kBytes);
-        }
+      for (int j = 0; j < V; ++j) {
+        if (L * V + j < cols) store_element(dst + j * Elem<U>::kBytes, element_bits(v[k][j], Elem<U>::kDtype), Elem<U>::kBytes);
       }
     }
   }
@@ -187,7 +169,7 @@ __device__ __forceinline__ void store_resized(char* row, int cols, bool live, co
 template <class T, class Y, class A, int K, int V>
 __device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
   char* row = static_cast<char*>(row_ptr);
-  if constexpr (V * Elem<Y>::kBytes == 16 && !kUnaligned<Y>) {
+  if constexpr (V * Elem<Y>::kBytes == 16) {
     Words c[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);

@@ -183,77 +183,57 @@ __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Wor
   }
 }
 
-// Writes the thread's K logical chunks to a row of ES-byte elements, for any alignment of the
-// row. A chunk is NU consecutive 16-byte units of the stored type (NU = 1 where it is stored as
-// the layout type; 2 for 16-bit rows stored as f32, whose chunks are 32 bytes): unit i of chunk
-// L is unit NU * L + i of the row, c[k][i]. Every lane of the warp calls this together.
-template <int K, int NU, int ES>
-__device__ __forceinline__ void store_units(char* row, int cols, bool live, const Place& p, const Words (&c)[K][NU]) {
+// Writes the thread's K logical chunks (16 bytes each, c[k] for chunk p.chunk(k)) to a row of
+// ES-byte elements, for any alignment of the row. Every lane of the warp calls this together.
+template <int K, int ES>
+__device__ __forceinline__ void store_chunks(char* row, int cols, bool live, const Place& p, const Words (&c)[K]) {
   const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & 15) : 0;
   const int bytes = cols * ES;
   if (!__any_sync(kFullMask, sh != 0)) {
     if (!live) return;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-#pragma unroll
-      for (int i = 0; i < NU; ++i) {
-        const int U = NU * p.chunk(k) + i;
-        if (16 * U + 16 <= bytes) {
-          store16(row + 16 * U, c[k][i]);
-        } else if (16 * U < bytes) {
-          store_chunk_elements<ES>(row, U, c[k][i], cols, 0, 16 / ES);
-        }
+      const int L = p.chunk(k);
+      if (16 * L + 16 <= bytes) {
+        store16(row + 16 * L, c[k]);
+      } else if (16 * L < bytes) {
+        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
       }
     }
     return;
   }
   char* base = row - sh;
-  const int head = (16 - sh) / ES;  // elements of a unit in its own physical vector
+  const int head = (16 - sh) / ES;  // elements of a chunk in its own physical vector
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int L = p.chunk(k);
-    // The next chunk's first unit: the right neighbour's; lane 0 hands its next chunk's to the
-    // segment's previous lane, and the segment's last chunk has no right neighbour here.
-    const Words provided = p.lane == 0 ? (k + 1 < K ? c[k + 1][0] : Words{{0, 0, 0, 0}}) : c[k][0];
-    const Words next_chunk = from_right(provided, p);
-    if (!live || 16 * NU * L >= bytes) continue;
-#pragma unroll
-    for (int i = 0; i < NU; ++i) {
-      const int U = NU * L + i;
-      if (16 * U >= bytes) break;
-      if (sh == 0) {  // an aligned row in a warp that also holds misaligned ones
-        if (16 * U + 16 <= bytes) {
-          store16(row + 16 * U, c[k][i]);
-        } else {
-          store_chunk_elements<ES>(row, U, c[k][i], cols, 0, 16 / ES);
-        }
-        continue;
-      }
-      const Words& next = i + 1 < NU ? c[k][i + 1] : next_chunk;
-      const bool has_next = i + 1 < NU || !(k == K - 1 && p.lane == p.width - 1);
-      const bool is_first = i == 0 && k == 0 && p.lane == 0;
-      // Physical vector U (this unit's head) is written whole by the previous unit's owner when
-      // that owner is in this segment and the vector lies inside the row.
-      const bool head_by_prev = !is_first && 16 * U - sh >= 0 && 16 * U - sh + 16 <= bytes;
-      if (!head_by_prev) store_chunk_elements<ES>(row, U, c[k][i], cols, 0, head);
-      // Physical vector U + 1: whole when it lies inside the row and the next unit is here.
-      const int p1 = 16 * (U + 1) - sh;  // its first byte, relative to the row
-      if (has_next && p1 + 16 <= bytes) {
-        store16(base + 16 * (U + 1), window16(c[k][i], next, 16 - sh));
+    // The next chunk: the right neighbour's; lane 0 hands its next chunk to the segment's
+    // previous lane, and the segment's last chunk has no right neighbour here.
+    const Words provided = p.lane == 0 ? (k + 1 < K ? c[k + 1] : Words{{0, 0, 0, 0}}) : c[k];
+    const Words next = from_right(provided, p);
+    if (!live || 16 * L >= bytes) continue;
+    if (sh == 0) {  // an aligned row in a warp that also holds misaligned ones
+      if (16 * L + 16 <= bytes) {
+        store16(row + 16 * L, c[k]);
       } else {
-        store_chunk_elements<ES>(row, U, c[k][i], cols, head, 16 / ES);
+        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
       }
+      continue;
+    }
+    const bool has_next = !(k == K - 1 && p.lane == p.width - 1);
+    const bool is_first = k == 0 && p.lane == 0;
+    // Physical vector L (this chunk's head) is written whole by the previous chunk's owner when
+    // that owner is in this segment and the vector lies inside the row.
+    const bool head_by_prev = !is_first && 16 * L - sh >= 0 && 16 * L - sh + 16 <= bytes;
+    if (!head_by_prev) store_chunk_elements<ES>(row, L, c[k], cols, 0, head);
+    // Physical vector L + 1: whole when it lies inside the row and the next chunk is here.
+    const int p1 = 16 * (L + 1) - sh;  // its first byte, relative to the row
+    if (has_next && p1 + 16 <= bytes) {
+      store16(base + 16 * (L + 1), window16(c[k], next, 16 - sh));
+    } else {
+      store_chunk_elements<ES>(row, L, c[k], cols, head, 16 / ES);
     }
   }
-}
-
-// store_units for chunks of one unit (a row stored as the layout type).
-template <int K, int ES>
-__device__ __forceinline__ void store_chunks(char* row, int cols, bool live, const Place& p, const Words (&c)[K]) {
-  Words units[K][1];
-#pragma unroll
-  for (int k = 0; k < K; ++k) units[k][0] = c[k];
-  store_units<K, 1, ES>(row, cols, live, p, units);
 }
 
 }  // namespace cuda_kernels

@@ -55,27 +55,9 @@ constexpr bool kGeneric = false;
 template <>
 constexpr bool kGeneric<AnyDtype> = true;
 
-// Rows stored as U (wider than the layout's elements: 16-bit rows stored as f32) that do not all
-// start on a 16-byte boundary. Kernels instantiated with it store through the realigning store
-// (row_frame.cuh, store_resized); the launchers pick it per call (rows_on_vectors), so the
-// kernels for aligned rows keep their plain stores and their registers.
-template <class U>
-struct Unaligned {};
-template <class U>
-struct Elem<Unaligned<U>> : Elem<U> {};
-template <class U>
-constexpr bool kUnaligned = false;
-template <class U>
-constexpr bool kUnaligned<Unaligned<U>> = true;
-
-// Whether every row of an array (rows of `cols` elements of `bytes` bytes from `base`) starts on
-// a 16-byte boundary.
-inline bool rows_on_vectors(const void* base, int64_t cols, int bytes) {
-  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (cols * bytes) % 16 == 0;
-}
-
-// 16-bit rows held in chunks of 8 bytes (4 columns) instead of 16: the layout of 16-bit x with
-// f32 y, whose output chunk is then one 16-byte vector of f32 (stored like an f32 row). With
+// 16-bit rows held in chunks of 8 bytes (4 columns) instead of 16: the layout of a 16-bit array
+// whose output is f32 (x of the forward with f32 y, y and dy of the backward with f32 dx), so that
+// each chunk's output is one 16-byte vector of f32, stored like an f32 row. With
 // 16-byte x chunks each lane's output is 32 bytes, written as two stores that each fill half of
 // 32 sectors; on the H200 a looping bf16 -> f32 conversion ran 2.6-2.8 TB/s that way and
 // 3.8-3.9 TB/s with 8-byte loads and 16-byte stores.

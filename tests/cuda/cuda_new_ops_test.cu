@@ -45,11 +45,12 @@ size_t layout_bytes(softmax_dtype primary, softmax_dtype other) {
   return primary == SOFTMAX_DTYPE_F64 || other == SOFTMAX_DTYPE_F64 ? 8 : element_size(primary);
 }
 
-// The element size whose chunks the forward kernels hold: layout_bytes(x, y), except that a
-// 16-bit x stored as f32 y is held in chunks of four columns and planned like f32 rows.
-size_t forward_layout_bytes(softmax_dtype xt, softmax_dtype yt) {
-  if (element_size(xt) == 2 && yt == SOFTMAX_DTYPE_F32) return 4;
-  return layout_bytes(xt, yt);
+// The element size whose chunks the kernels hold for a held array (x of the forward, y of the
+// backward) and an output of another type: layout_bytes, except that a 16-bit array whose output
+// is f32 is held in chunks of four columns and planned like f32 rows.
+size_t held_layout_bytes(softmax_dtype held, softmax_dtype out) {
+  if (element_size(held) == 2 && out == SOFTMAX_DTYPE_F32) return 4;
+  return layout_bytes(held, out);
 }
 
 softmax_options typed_options(softmax_dtype y_dtype, uint32_t flags = 0) {
@@ -93,7 +94,7 @@ void run_backward(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t cols, 
   void* dx = in_place ? dyv.p : dxv.p;
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_RUNS_OR_REFUSED(softmax_rows_backward(yv.p, dyv.p, dx, int64_t(rows), int64_t(cols), xt, &o),
-                         int64_t(cols), layout_bytes(yt, xt), 2);
+                         int64_t(cols), held_layout_bytes(yt, xt), 2);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer got = (in_place ? dyv : dxv).host(xt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
@@ -149,7 +150,10 @@ TEST(CudaBackward, EveryPairOfTypes) {
   REQUIRE_GPU();
   for (softmax_dtype xt : kAllDtypes) {
     for (softmax_dtype yt : kAllDtypes) {
-      for (size_t cols : {size_t{7}, size_t{1000}, size_t{20001}}) run_backward(xt, yt, 9, cols, cols == 1000, 0, false);
+      // Aligned, and one and three elements off alignment.
+      for (size_t cols : {size_t{7}, size_t{1000}, size_t{20001}}) {
+        run_backward(xt, yt, 9, cols, cols == 1000, cols == 7 ? 0 : cols == 1000 ? 1 : 3, false);
+      }
     }
   }
 }
@@ -291,7 +295,7 @@ void run_sharded(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t cols, b
     const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
     ASSERT_RUNS_OR_REFUSED(softmax_rows_from_stats(xv.p, yv.p, mx.at<float>(), se.at<float>(), int64_t(rows),
                                                    int64_t(w), xt, &o),
-                           int64_t(w), forward_layout_bytes(xt, yt), 1);
+                           int64_t(w), held_layout_bytes(xt, yt), 1);
     CUDA_OK(cudaDeviceSynchronize());
     const Buffer ys = yv.host(yt, rows * w);
     for (size_t r = 0; r < rows; ++r)
@@ -368,7 +372,7 @@ void run_forward_typed(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t c
   Dev xv(x, offset), yv(yt, n, offset);
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_RUNS_OR_REFUSED(softmax_rows(xv.p, yv.p, int64_t(rows), int64_t(cols), xt, &o), int64_t(cols),
-                         forward_layout_bytes(xt, yt), 1);
+                         held_layout_bytes(xt, yt), 1);
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer y = yv.host(yt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;
