@@ -118,10 +118,9 @@ if [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = 1 ] || [ "${SOFTMAX_DEBUG_CHECK:-$ci}" = tr
   debug=${SOFTMAX_DEBUG_BUILD_DIR:-$root/build-debug}
   # The Debug build compiles the CUDA backend where its suite can run; without a GPU the Release
   # build above has compiled it and shown every CUDA test skipping with its reason.
-  debug_cuda=("${debug_cuda_flags[@]}")
-  nvidia-smi >/dev/null 2>&1 || debug_cuda=(-DSOFTMAX_WITH_CUDA=OFF)
-  echo "== Debug build (${debug_cuda[*]}) in $debug"
-  cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${debug_cuda[@]}" \
+  nvidia-smi >/dev/null 2>&1 || debug_cuda_flags=(-DSOFTMAX_WITH_CUDA=OFF)
+  echo "== Debug build (${debug_cuda_flags[*]}) in $debug"
+  cmake -S "$root" -B "$debug" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${debug_cuda_flags[@]}" \
         -DSOFTMAX_BUILD_BENCH=OFF -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF >/dev/null
   targets=(softmax softmax_api_tests softmax_c99_header_test softmax_cpu_tests)
   if ninja -C "$debug" -t targets all | grep -q '^softmax_cpu_highway_target_tests:'; then

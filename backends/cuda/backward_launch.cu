@@ -48,8 +48,7 @@ struct Family {
   template <class T, class Y>
   Outcome run() const {
     constexpr bool kFull = kOp == Backward::Full && std::is_same_v<T, Y>;
-    using Layout = std::conditional_t<(Elem<Y>::kBytes > Elem<T>::kBytes), Narrow<T>, T>;
-    return launch_family<Layout, Y, float, kOp, kFull>(a, env);
+    return launch_family<HeldLayout<T, Y>, Y, float, kOp, kFull>(a, env);
   }
 };
 

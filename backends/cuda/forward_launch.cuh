@@ -65,8 +65,7 @@ struct Family {
   Outcome run() const {
     constexpr bool kFull =
         (kOp == Forward::Softmax || kOp == Forward::Dropout) && (std::is_same_v<X, Y> || std::is_same_v<Y, float>);
-    using Layout = std::conditional_t<(Elem<Y>::kBytes > Elem<X>::kBytes), Narrow<X>, X>;
-    return launch_family<Layout, Y, float, kOp, kFull>(a, env);
+    return launch_family<HeldLayout<X, Y>, Y, float, kOp, kFull>(a, env);
   }
 };
 

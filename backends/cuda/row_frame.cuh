@@ -131,14 +131,14 @@ __device__ __forceinline__ void chunk_words(const A (&v)[V], uint32_t (&w)[kWord
   }
 }
 
-// The thread's chunks of a row stored as U, narrower than the layout's elements (f32 rows stored
-// as 16-bit): chunk k is V elements, V * sizeof(U) bytes at column chunk(k) * V. Whole vectors
-// when the row start allows them (the same for every chunk), element by element otherwise and
-// at the end.
+// The thread's chunks of an f32 row stored as 16-bit U: chunk k is V = 4 elements, 8 bytes at
+// column chunk(k) * V. Whole 8-byte vectors when the row start allows them (the same for every
+// chunk), element by element otherwise and at the end. (Wider outputs are held in Narrow
+// layouts and stored whole.)
 template <class U, class A, int K, int V>
 __device__ __forceinline__ void store_resized(char* row, int cols, bool live, const Place& p, const A (&v)[K][V]) {
   constexpr int kBytes = V * Elem<U>::kBytes;
-  static_assert(kBytes == 4 || kBytes == 8, "wider outputs are held in Narrow layouts and stored whole");
+  static_assert(kBytes == 8, "the only narrower output is an f32 chunk stored as 16-bit");
   constexpr int kWords = kBytes / 4;
   if (!live) return;
   const bool vectors = reinterpret_cast<uintptr_t>(row) % kBytes == 0;
@@ -149,11 +149,7 @@ __device__ __forceinline__ void store_resized(char* row, int cols, bool live, co
     if (vectors && (L + 1) * V <= cols) {
       uint32_t w[kWords];
       chunk_words<U, A, V, kWords>(v[k], w);
-      if constexpr (kBytes == 8) {
-        store8(dst, w[0], w[1]);
-      } else {
-        store4(dst, w[0]);
-      }
+      store8(dst, w[0], w[1]);
     } else {
 #pragma unroll
       for (int j = 0; j < V; ++j) {

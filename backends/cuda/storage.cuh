@@ -12,6 +12,7 @@
 #include <softmax/softmax.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace softmax_internal {
 namespace cuda_kernels {
@@ -69,6 +70,11 @@ template <class T>
 constexpr bool kNarrow = false;
 template <class T>
 constexpr bool kNarrow<Narrow<T>> = true;
+
+// The layout that holds an array of T whose output is stored as Out: Narrow<T> when the output
+// is wider (16-bit in, f32 out), T itself otherwise.
+template <class T, class Out>
+using HeldLayout = std::conditional_t<(Elem<Out>::kBytes > Elem<T>::kBytes), Narrow<T>, T>;
 
 // Bytes of T's layout in one chunk, and the elements they hold.
 template <class T>
