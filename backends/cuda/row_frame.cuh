@@ -95,7 +95,7 @@ __device__ __forceinline__ void to_values(const Words (&c)[K], const Place& p, i
   }
 }
 
-// A chunk of V values as 16 bytes of storage type U (16 / V bytes per element).
+// A chunk of V values as the bytes of storage type U (16 or 8), in the first words of a chunk.
 template <class U, class A, int V>
 __device__ __forceinline__ Words pack_as(const A (&v)[V]) {
   Words c = {{0, 0, 0, 0}};
@@ -113,66 +113,17 @@ __device__ __forceinline__ Words pack_as(const A (&v)[V]) {
   return c;
 }
 
-// The V elements of a chunk as the words of U's bits (V * sizeof(U) bytes).
-template <class U, class A, int V, int kWords>
-__device__ __forceinline__ void chunk_words(const A (&v)[V], uint32_t (&w)[kWords]) {
-#pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = 0;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const uint64_t b = element_bits(v[j], Elem<U>::kDtype);
-    if constexpr (Elem<U>::kBytes == 8) {
-      w[2 * j] = uint32_t(b), w[2 * j + 1] = uint32_t(b >> 32);
-    } else if constexpr (Elem<U>::kBytes == 4) {
-      w[j] = uint32_t(b);
-    } else {
-      w[j >> 1] |= uint32_t(b) << (16 * (j & 1));
-    }
-  }
-}
-
-// The thread's chunks of an f32 row stored as 16-bit U: chunk k is V = 4 elements, 8 bytes at
-// column chunk(k) * V. Whole 8-byte vectors when the row start allows them (the same for every
-// chunk), element by element otherwise and at the end. (Wider outputs are held in Narrow
-// layouts and stored whole.)
-template <class U, class A, int K, int V>
-__device__ __forceinline__ void store_resized(char* row, int cols, bool live, const Place& p, const A (&v)[K][V]) {
-  constexpr int kBytes = V * Elem<U>::kBytes;
-  static_assert(kBytes == 8, "the only narrower output is an f32 chunk stored as 16-bit");
-  constexpr int kWords = kBytes / 4;
-  if (!live) return;
-  const bool vectors = reinterpret_cast<uintptr_t>(row) % kBytes == 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int L = p.chunk(k);
-    char* dst = row + int64_t(L) * kBytes;
-    if (vectors && (L + 1) * V <= cols) {
-      uint32_t w[kWords];
-      chunk_words<U, A, V, kWords>(v[k], w);
-      store8(dst, w[0], w[1]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        if (L * V + j < cols) store_element(dst + j * Elem<U>::kBytes, element_bits(v[k][j], Elem<U>::kDtype), Elem<U>::kBytes);
-      }
-    }
-  }
-}
-
-// Writes a thread's chunks of values to a row stored as Y. Chunks that make 16 bytes of Y (Y of
-// the layout's element size, or f32 from a Narrow 16-bit layout) go through the realigning store
-// (every lane of the warp calls this together).
+// Writes a thread's chunks of values to a row stored as Y, through the realigning store: a chunk
+// of V values makes 16 bytes of Y (Y of the layout's element size, or f32 from a Narrow 16-bit
+// layout) or 8 (an f32 row stored as 16-bit). Every lane of the warp calls this together.
 template <class T, class Y, class A, int K, int V>
 __device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
-  char* row = static_cast<char*>(row_ptr);
-  if constexpr (V * Elem<Y>::kBytes == 16) {
-    Words c[K];
+  constexpr int kUnit = V * Elem<Y>::kBytes;
+  static_assert(kUnit == 16 || kUnit == 8, "a chunk's output is one 16- or 8-byte unit");
+  Words c[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
-    store_chunks<K, Elem<Y>::kBytes>(row, cols, live, p, c);
-  } else {
-    store_resized<Y, A, K, V>(row, cols, live, p, v);
-  }
+  for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+  store_chunks<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
 }
 
 // One element of storage type t at p, as A.

@@ -10,8 +10,8 @@
 // every reduction, depends on the row length alone: a row gives the same bits wherever it sits in
 // the batch and however its pointers are aligned.
 //
-// Memory is only touched with aligned 16-byte vectors (8-byte units for a Narrow layout's loads),
-// also for rows that start mid-vector (cols not a multiple of V, or pointers offset by some
+// Memory is only touched with aligned 16-byte vectors (8-byte units for a Narrow layout's loads
+// and for an f32 row's chunks stored as 16-bit), also for rows that start mid-vector (cols not a multiple of V, or pointers offset by some
 // elements). A misaligned row is loaded as the aligned vectors that cover it: lane l loads
 // physical vector L (its own index) and takes the rest of its logical chunk from physical
 // vector L + 1, which its right neighbour loaded (one shuffle per word; the segment's lane 0
@@ -159,12 +159,23 @@ __device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const 
   }
 }
 
-// Stores elements [j_begin, j_end) of a logical chunk (raw bits of ES bytes each) whose
-// column is < cols.
-template <int ES>
+// The aligned unit of UB bytes (16 or 8; for 8, the chunk's first two words) at p.
+template <int UB>
+__device__ __forceinline__ void store_unit(char* p, const Words& c) {
+  if constexpr (UB == 16) {
+    store16(p, c);
+  } else {
+    static_assert(UB == 8, "units are 16 or 8 bytes");
+    store8(p, c.w[0], c.w[1]);
+  }
+}
+
+// Stores elements [j_begin, j_end) of a logical chunk of UB bytes (raw bits of ES bytes each)
+// whose column is < cols.
+template <int ES, int UB>
 __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Words& c, int cols, int j_begin,
                                                      int j_end) {
-  constexpr int V = 16 / ES;
+  constexpr int V = UB / ES;
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int col = L * V + j;
@@ -181,55 +192,57 @@ __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Wor
   }
 }
 
-// Writes the thread's K logical chunks (16 bytes each, c[k] for chunk p.chunk(k)) to a row of
-// ES-byte elements, for any alignment of the row. Every lane of the warp calls this together.
-template <int K, int ES>
+// Writes the thread's K logical chunks (UB bytes each: 16, or 8 for an f32 row stored as
+// 16-bit; c[k] for chunk p.chunk(k)) to a row of ES-byte elements, for any alignment of the
+// row. Every lane of the warp calls this together.
+template <int K, int ES, int UB = 16>
 __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, const Place& p, const Words (&c)[K]) {
-  const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & 15) : 0;
+  constexpr int kElems = UB / ES;
+  const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & (UB - 1)) : 0;
   const int bytes = cols * ES;
   if (!__any_sync(kFullMask, sh != 0)) {
     if (!live) return;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int L = p.chunk(k);
-      if (16 * L + 16 <= bytes) {
-        store16(row + 16 * L, c[k]);
-      } else if (16 * L < bytes) {
-        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
+      if (UB * L + UB <= bytes) {
+        store_unit<UB>(row + UB * L, c[k]);
+      } else if (UB * L < bytes) {
+        store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, kElems);
       }
     }
     return;
   }
   char* base = row - sh;
-  const int head = (16 - sh) / ES;  // elements of a chunk in its own physical vector
+  const int head = (UB - sh) / ES;  // elements of a chunk in its own physical unit
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int L = p.chunk(k);
     // The next chunk: the right neighbour's; lane 0 hands its next chunk to the segment's
     // previous lane, and the segment's last chunk has no right neighbour here.
     const Words provided = p.lane == 0 ? (k + 1 < K ? c[k + 1] : Words{{0, 0, 0, 0}}) : c[k];
-    const Words next = from_right(provided, p);
-    if (!live || 16 * L >= bytes) continue;
+    const Words next = from_right<UB / 4>(provided, p);
+    if (!live || UB * L >= bytes) continue;
     if (sh == 0) {  // an aligned row in a warp that also holds misaligned ones
-      if (16 * L + 16 <= bytes) {
-        store16(row + 16 * L, c[k]);
+      if (UB * L + UB <= bytes) {
+        store_unit<UB>(row + UB * L, c[k]);
       } else {
-        store_chunk_elements<ES>(row, L, c[k], cols, 0, 16 / ES);
+        store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, kElems);
       }
       continue;
     }
     const bool has_next = !(k == K - 1 && p.lane == p.width - 1);
     const bool is_first = k == 0 && p.lane == 0;
-    // Physical vector L (this chunk's head) is written whole by the previous chunk's owner when
-    // that owner is in this segment and the vector lies inside the row.
-    const bool head_by_prev = !is_first && 16 * L - sh >= 0 && 16 * L - sh + 16 <= bytes;
-    if (!head_by_prev) store_chunk_elements<ES>(row, L, c[k], cols, 0, head);
-    // Physical vector L + 1: whole when it lies inside the row and the next chunk is here.
-    const int p1 = 16 * (L + 1) - sh;  // its first byte, relative to the row
-    if (has_next && p1 + 16 <= bytes) {
-      store16(base + 16 * (L + 1), window16(c[k], next, 16 - sh));
+    // Physical unit L (this chunk's head) is written whole by the previous chunk's owner when
+    // that owner is in this segment and the unit lies inside the row.
+    const bool head_by_prev = !is_first && UB * L - sh >= 0 && UB * L - sh + UB <= bytes;
+    if (!head_by_prev) store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, head);
+    // Physical unit L + 1: whole when it lies inside the row and the next chunk is here.
+    const int p1 = UB * (L + 1) - sh;  // its first byte, relative to the row
+    if (has_next && p1 + UB <= bytes) {
+      store_unit<UB>(base + UB * (L + 1), window<UB>(c[k], next, UB - sh));
     } else {
-      store_chunk_elements<ES>(row, L, c[k], cols, head, 16 / ES);
+      store_chunk_elements<ES, UB>(row, L, c[k], cols, head, kElems);
     }
   }
 }

@@ -10,7 +10,8 @@ are read once per process, so run it once per setting.
 
 A case is op:dtype:ROWSxCOLS[+OFFSET], op one of rows, log, dropout, dropout3 (offset 3), bwd,
 dbwd (dropout backward), mixed (bf16 x -> f32 y; also timed: the conversion copy of x into y, the
-same bytes read and written), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
+same bytes read and written), narrow (f32 x -> y of the case's 16-bit dtype, with its conversion
+copy), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
 counts every array read and written once.
 """
 import argparse
@@ -115,6 +116,19 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         eager = lambda: torch.softmax(x2, -1, dtype=torch.float32)
         # The copy that moves the same bytes the same way: x converted into y.
         convert = lambda: yf.view(rows, cols).copy_(x2)
+    elif op == "narrow":
+        xf = buffers(n, torch.float32, offset, 1)[0]
+        xf.copy_(x.float())
+        o = opts(FLAG_Y_DTYPE, CODE[dt])
+        call = lambda: lib.softmax_rows(xf.data_ptr(), y.data_ptr(), rows, cols, 0, ctypes.byref(o))
+        check(lib, call())
+        ref = torch.softmax(xf.view(rows, cols).double(), -1)
+        floor = 2.0 ** -24 if dt == torch.float16 else 2.0 ** -126
+        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(floor)).max().item()
+        moved = n * 4 + n * es
+        xf2 = xf.view(rows, cols)
+        eager = lambda: torch.softmax(xf2, -1).to(dt)
+        convert = lambda: y2.copy_(xf2)
     elif op in ("dropout", "dropout3"):
         off = 3 if op == "dropout3" else 8
         o = opts()
@@ -178,7 +192,7 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
     gbps = moved / ms / 1e6
     row = {"case": spec, "ms": ms, "gbps": gbps, "copy_gbps": copy_gbps, "pct_copy": 100 * gbps / copy_gbps,
            "err": err}
-    if op == "mixed":
+    if op in ("mixed", "narrow"):
         row["convert_gbps"] = moved / median_ms(convert, reps) / 1e6
     if with_torch and eager is not None:
         row["torch_gbps"] = moved / median_ms(eager, reps) / 1e6
