@@ -208,6 +208,17 @@ __device__ __forceinline__ void load_values(const void* base, const char* end, i
   }
 }
 
+// Issues the loads of a thread's chunks of one row of an input stored as T (not generic); a
+// HeldRow takes them later (HeldRow::take). Every lane of the warp calls this together.
+template <class T, int K>
+__device__ __forceinline__ void issue_row(const void* base, const char* end, int64_t first, int cols, bool live,
+                                          const Place& p, LoadedUnits<K>& u) {
+  constexpr int kBytes = Elem<T>::kBytes;
+  const RowBytes rb{static_cast<const char*>(base) + first * kBytes, cols * kBytes, static_cast<const char*>(base),
+                    end};
+  issue_units<K, kBytes, kChunkBytes<T>>(rb, live, p, u);
+}
+
 // A thread's chunks of one row of an input stored as T, held from the load to the output:
 // the values (which the softmax may overwrite with its exps), or, packed (16-bit layouts only),
 // the loaded words, widened where an element is used. Packed, 16-bit columns take half the
@@ -221,6 +232,12 @@ struct HeldRow {
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype t, const Place& p, A pad) {
     load_values<T, A, K, V>(base, end, first, cols, live, t, p, pad, v);
+  }
+  // The row whose loads issue_row issued (same cols and place).
+  __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
+    Words c[K];
+    realign_units<K, kChunkBytes<T>>(u, p, c);
+    to_values<T, A, K, V>(c, p, cols, pad, v);
   }
   __device__ __forceinline__ A get(int k, int j) const { return v[k][j]; }
   __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }

@@ -133,30 +133,61 @@ __device__ __forceinline__ Words load_unit(const char* p, const RowBytes& r) {
   return v;
 }
 
-// The thread's K logical chunks of UB bytes (16, or 8 for a Narrow layout) of a row whose
-// element size is ES bytes (UB/ES columns per chunk). Chunks past the row come back as zero
-// words; callers mask columns >= cols. Every lane of the warp must call this together (it
-// shuffles), also for rows past the end (pass live = false).
+// A thread's share of one row as loaded: the aligned units its logical chunks start in, and, for
+// a misaligned row, the extra unit lane 0 loads for the segment's last chunk. Issuing the loads
+// and realigning them are separate steps, so that a kernel can issue the next row's loads before
+// it works on the current row.
+template <int K>
+struct LoadedUnits {
+  Words unit[K];
+  Words extra;
+  int shift;        // bytes from the last aligned address to the row's start (this lane)
+  bool misaligned;  // some lane of the warp has shift != 0
+};
+
+// Issues the loads of the thread's K logical chunks of UB bytes (16, or 8 for a Narrow layout)
+// of a row whose element size is ES bytes. Units past the row come back as zero words. Every
+// lane of the warp must call this together (it votes), also for rows past the end (pass
+// live = false).
 template <int K, int ES, int UB = 16>
-__device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
+__device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const Place& p, LoadedUnits<K>& out) {
   const int sh = live ? r.shift<UB>() : 0;
   const char* base = r.row - sh;
   const int npv = live ? (r.bytes + sh + UB - 1) / UB : 0;  // physical units touching the row
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
-    out[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r) : Words{{0, 0, 0, 0}};
+    out.unit[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r) : Words{{0, 0, 0, 0}};
   }
-  if (!__any_sync(kFullMask, sh != 0)) return;
+  out.shift = sh;
+  out.misaligned = __any_sync(kFullMask, sh != 0);
   const int extra_p = p.first + K * p.width;
-  const Words extra =
-      (p.lane == 0 && extra_p < npv) ? load_unit<UB, ES>(base + UB * extra_p, r) : Words{{0, 0, 0, 0}};
+  out.extra = (out.misaligned && p.lane == 0 && extra_p < npv) ? load_unit<UB, ES>(base + UB * extra_p, r)
+                                                                 : Words{{0, 0, 0, 0}};
+}
+
+// The thread's K logical chunks from its loaded units: lane l takes the rest of its chunk from
+// the unit its right neighbour loaded. Callers mask columns >= cols. Every lane of the warp calls
+// this together (it shuffles).
+template <int K, int UB = 16>
+__device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) out[k] = in.unit[k];
+  if (!in.misaligned) return;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const Words provided = p.lane == 0 ? (k + 1 < K ? out[k + 1] : extra) : out[k];
+    const Words provided = p.lane == 0 ? (k + 1 < K ? in.unit[k + 1] : in.extra) : in.unit[k];
     const Words next = from_right<UB / 4>(provided, p);
-    out[k] = window<UB>(out[k], next, sh);
+    out[k] = window<UB>(in.unit[k], next, in.shift);
   }
+}
+
+// Both steps at once: the thread's K logical chunks of a row.
+template <int K, int ES, int UB = 16>
+__device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
+  LoadedUnits<K> u;
+  issue_units<K, ES, UB>(r, live, p, u);
+  realign_units<K, UB>(u, p, out);
 }
 
 // The aligned unit of UB bytes (16 or 8; for 8, the chunk's first two words) at p.
