@@ -199,8 +199,9 @@ constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout &&
                                   !kForwardPacked<T, kBlock> &&
                                   held_registers<T, A, false>(K) + K * kChunkBytes<T> / 4 <= 24;
 
-// kPrefetch: for a block alone on its SM on a grid that loops over the rows (launch_register),
-// whose memory traffic would otherwise stop while the block reduces and writes a row.
+// kPrefetch: for blocks of at least 512 threads on a grid that loops over the rows
+// (launch_register), at most two to an SM, whose memory traffic would otherwise stop while a
+// block reduces and writes a row.
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;

@@ -38,20 +38,20 @@ struct Launches {
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
-  // softmax_dropout's blocks ran slower on a looping grid (launch_register). Blocks of more than
-  // 512 threads (64 registers) are alone on their SM, so the grid loops: there the kernel
-  // prefetches the next row where it has room (16-bit x with f32 y at 12K-16K columns: +13-27%
-  // on the H200; the same kernel on blocks that share an SM ran 3-7% slower).
+  // softmax_dropout's blocks ran slower on a looping grid. Blocks of 512 threads and more (64
+  // registers) fit at most two to an SM: there the kernel with room for it prefetches the next
+  // row on a looping grid (16-bit x with f32 y on the H200: +9-10% at 8K columns, +13-27% at
+  // 12K-16K; at 2K-4K columns, four or more blocks per SM, it ran 2-6% slower).
   template <int K>
   Outcome block(const Plan& plan) const {
     if constexpr (kPrefetchNextRow<T, A, kOp, K, 1, true>) {
-      if (plan.threads > 512) {
+      if (plan.threads >= 512) {
         return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, true>, a, a.rows, a.cols, plan, env,
-                               kName);
+                               kName, Looping::Always);
       }
     }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,
-                           kOp != Forward::Dropout);
+                           kOp == Forward::Dropout ? Looping::Never : Looping::WhenAlone);
   }
   Outcome split() const {
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;

@@ -61,15 +61,25 @@ inline bool loop_rows_allowed() {
 
 }  // namespace launch_detail
 
-// Launches kernel(args, shape) for `plan` (segment, block or cluster). Where the occupancy
-// calculator puts a block alone on its SM (long rows: over 512 threads at 64 registers) and
-// `may_loop` is set, the grid is one wave of resident blocks or clusters that loop over the
-// rows: with a block per row, each SM would sit idle from a block's last store to the next
-// block's first load. Smaller blocks share an SM and hide that gap already (backends/cuda/
-// TUNING.md has the measurements, also for softmax_dropout, which stays a block per row).
+// How a block or cluster plan's grid covers the rows: a block (or cluster) per row group, or one
+// wave of resident blocks or clusters that loop over the rows.
+enum class Looping {
+  Never,
+  // Where the occupancy calculator puts a block alone on its SM (long rows: over 512 threads at
+  // 64 registers): with a block per row, each SM would sit idle from a block's last store to the
+  // next block's first load. Smaller blocks share an SM and hide that gap already
+  // (backends/cuda/TUNING.md has the measurements, also for softmax_dropout, which never loops).
+  WhenAlone,
+  // Always (kernels that issue the next row's loads early, which only a looping block can do).
+  Always,
+};
+
+// Launches kernel(args, shape) for `plan` (segment, block or cluster); `looping` applies to
+// block and cluster plans.
 template <class Args>
 Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args& args, int64_t rows, int64_t cols,
-                        const Plan& plan, const LaunchEnv& env, const char* name, bool may_loop = true) {
+                        const Plan& plan, const LaunchEnv& env, const char* name,
+                        Looping looping = Looping::WhenAlone) {
   using namespace launch_detail;
   cuda_kernels::RowShape shape{rows, static_cast<int>(cols), plan.width, plan.cluster};
   cudaLaunchConfig_t cfg = {};
@@ -90,12 +100,13 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
     if (plan.cluster > 8) {
       if (Outcome o = allow_large_clusters(fn, env.device); !o.good()) return o;
     }
-    if (may_loop && loop_rows_allowed()) {
+    if (looping != Looping::Never && loop_rows_allowed()) {
       int resident = 0;
       if (Outcome o = resident_clusters(fn, env.device, plan.threads, plan.cluster, env.limits->sm_count, &resident);
           !o.good())
         return o;
-      if (int64_t(resident) * plan.cluster <= env.limits->sm_count) groups = std::min<int64_t>(groups, resident);
+      if (looping == Looping::Always || int64_t(resident) * plan.cluster <= env.limits->sm_count)
+        groups = std::min<int64_t>(groups, resident);
     }
     cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
     cfg.gridDim = dim3(static_cast<unsigned>(groups * plan.cluster));

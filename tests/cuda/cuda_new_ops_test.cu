@@ -402,11 +402,13 @@ TEST(CudaTypes, EveryPairOfStorageTypes) {
 }
 
 // 16-bit x with f32 y (and the reverse) on rows long enough for the looping grid of
-// launch_register, with more rows than the device holds of those blocks or clusters at once.
+// launch_register, with more rows than the device holds of those blocks or clusters at once:
+// 8191 columns take 512-thread blocks, two to an SM, and 16384 a block alone on its SM (both
+// the kernel that prefetches the next row for 16-bit x), 32769 the eight-chunk kernel.
 TEST(CudaTypes, MixedTypesOnTheLoopingGrid) {
   REQUIRE_GPU();
   const size_t rows = rows_past_resident_blocks();
-  for (size_t cols : {size_t{16384}, size_t{32769}}) {
+  for (size_t cols : {size_t{8191}, size_t{16384}, size_t{32769}}) {
     run_forward_typed(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F32, rows, cols, false, 8.0f, 0);
     run_forward_typed(SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_F32, rows, cols, true, 8.0f, 1);
     run_forward_typed(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, rows / 2 | 1, cols, false, 8.0f, 3);
