@@ -204,14 +204,28 @@ void run_cpu_section(const Options& o, Report* report) {
 #endif
       }
 
-      DropoutExpect d;
-      d.p = kDropoutP;
-      d.seed = o.seed;
-      d.offset = 0;
-      run.measure("libsoftmax_dropout_p0.1", "dropout", Expect::Dropout, false, d, library_call([&] {
-                    return softmax_dropout(x.get(), y.get(), nullptr, shape.rows, shape.cols, dtype,
-                                           d.p, d.seed, d.offset, &opt);
-                  }));
+      // Dropout at offset 0 and at offset 3, where every group of four elements needs two Philox
+      // blocks; the summary gives each one's time over softmax_rows'.
+      Row dropout[2];
+      for (int i = 0; i < 2; ++i) {
+        DropoutExpect d;
+        d.p = kDropoutP;
+        d.seed = o.seed;
+        d.offset = i == 0 ? 0 : 3;
+        dropout[i] = run.measure(i == 0 ? "libsoftmax_dropout_p0.1" : "libsoftmax_dropout_p0.1_offset3", "dropout",
+                                 Expect::Dropout, false, d, library_call([&] {
+                                   return softmax_dropout(x.get(), y.get(), nullptr, shape.rows, shape.cols, dtype,
+                                                          d.p, d.seed, d.offset, &opt);
+                                 }));
+      }
+      if (lib.check == "pass" && dropout[0].check == "pass" && dropout[1].check == "pass") {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "cpu %s %s: softmax_dropout / softmax_rows time = %.2fx at offset 0, %.2fx at offset 3",
+                      shape_name(shape).c_str(), dtype_label(dtype), dropout[0].ms / lib.ms,
+                      dropout[1].ms / lib.ms);
+        report->summary(line);
+      }
     }
   }
 
