@@ -457,6 +457,73 @@ HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const S
 }
 
 #if HWY_TARGET != HWY_SCALAR
+// Dropout of nr rows of cols <= kVecs vectors (RowInRegisters' rows, whose arithmetic and sum
+// order they share), each held in registers from load to store: out = keep ? e * f : 0 with f
+// formed as chunk_finish forms it for a single chunk, (1 / S) * scale in double. Row r is x
+// (f32 after AsF32) at xb + r * cols elements, its keep bytes at keep + r * cols (read a whole
+// vector past the row's last one: the caller leaves room), its output at out + r * cols, with
+// non-temporal stores when kStream (out vector-aligned, cols whole vectors).
+template <size_t kVecs, bool kStream>
+HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, int64_t nr, int64_t cols,
+                                         const uint8_t* keep, double scale, float* out) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  const size_t N = hn::Lanes(d);
+  const size_t n = size_t(cols), xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
+  for (int64_t r = 0; r < nr; ++r) {
+    const float* x = AsF32(xb + size_t(r) * n * xsize, dtype.x, n);
+    const uint8_t* kr = keep + size_t(r) * n;
+    float* o = out + size_t(r) * n;
+    PrefetchSpan(x + RowPrefetchDistance(n), n);
+    VF v[kVecs];
+    for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
+    v[kVecs - 1] = hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, x + (kVecs - 1) * N), neg_inf);
+    VF m = v[0];
+    for (size_t k = 1; k < kVecs; ++k) m = hn::Max(m, v[k]);
+    m = hn::MaxOfLanes(d, m);
+    VF e[kVecs];
+    VF sum = hn::Zero(d);
+    for (size_t k = 0; k < kVecs; ++k) {
+      e[k] = ExpScaled(d, hn::Sub(v[k], m));
+      if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
+      sum = hn::Add(sum, e[k]);
+    }
+    const double s = double(hn::GetLane(hn::SumOfLanes(d, sum)) * kExpUnscaleF32);
+    const ScaledFactor f = MakeScaledFactor(d, static_cast<float>(1.0 / s * scale));
+    for (size_t k = 0; k < kVecs; ++k) {
+      const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, kr + k * N)), hn::Zero(du)));
+      e[k] = hn::IfThenElseZero(kept, ApplyFactor(f, e[k]));
+    }
+    if (kStream) {
+      for (size_t k = 0; k < kVecs; ++k) hn::Stream(e[k], d, o + k * N);
+    } else {
+      for (size_t k = 0; k + 1 < kVecs; ++k) hn::StoreU(e[k], d, o + k * N);
+      hn::BlendedStore(e[kVecs - 1], last_mask, d, o + (kVecs - 1) * N);
+    }
+  }
+}
+
+using DropoutRowsFn = void (*)(const unsigned char*, Dtypes, int64_t, int64_t, const uint8_t*, double, float*);
+
+template <bool kStream>
+DropoutRowsFn DropoutRowsInRegistersFor(int64_t cols) {
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  if (!kHaveFaultFreeMaskedLoad || cols > 8 * N) return nullptr;
+  switch ((cols + N - 1) / N) {
+    case 1: return DropoutRowsInRegisters<1, kStream>;
+    case 2: return DropoutRowsInRegisters<2, kStream>;
+    case 3: return DropoutRowsInRegisters<3, kStream>;
+    case 4: return DropoutRowsInRegisters<4, kStream>;
+    case 5: return DropoutRowsInRegisters<5, kStream>;
+    case 6: return DropoutRowsInRegisters<6, kStream>;
+    case 7: return DropoutRowsInRegisters<7, kStream>;
+    default: return DropoutRowsInRegisters<8, kStream>;
+  }
+}
+
 // Dropout of a tile of rows, kPhase = offset % 4. The tile's keep bytes first, then per row:
 // the max, exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
 // chunk_finish forms it for a single chunk, (1 / S) * scale in double.
@@ -473,8 +540,13 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
   const bool direct_stream = y_f32 && stream && size_t(cols) % N == 0 &&
                              reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
-  // Keep bytes of a tile from its first whole group on, with room for the stream's last step.
-  const size_t keep_bytes = size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep;
+  // Rows that fit in registers (into y itself, or into the tile).
+  const DropoutRowsFn in_registers =
+      direct_stream ? DropoutRowsInRegistersFor<true>(cols) : DropoutRowsInRegistersFor<false>(cols);
+  // Keep bytes of a tile from its first whole group on, with room for the stream's last step
+  // and for the whole-vector read past the last row in registers.
+  const size_t keep_bytes =
+      size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep + hn::MaxLanes(DF());
   uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
   float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
@@ -498,7 +570,11 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
         for (size_t b = 0; b < pf_per_step && pf < pf_end; b += 64, pf += 64) PrefetchL2(pf);
       }
     }
-    for (int64_t r = 0; r < nr; ++r) {
+    float* tile_out = tile != nullptr ? tile : reinterpret_cast<float*>(yb + size_t(r0 * cols) * ysize);
+    if (in_registers != nullptr) {
+      in_registers(xb + size_t(r0 * cols) * xsize, dtype, nr, cols, keep + lead, rule.scale, tile_out);
+    }
+    for (int64_t r = 0; in_registers == nullptr && r < nr; ++r) {
       const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
       const uint8_t* kr = keep + lead + size_t(r * cols);
       const float max = RowMax(xr, size_t(cols));
