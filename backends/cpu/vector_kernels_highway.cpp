@@ -179,6 +179,32 @@ HWY_INLINE void RowInL1(const float* x, float* out, size_t n, bool log_softmax) 
   }
 }
 
+// The first half of RowInRegisters (and of the dropout's rows in registers): a row of n <= kVecs
+// vectors loaded (the last one masked, padded with -inf), its max m in every lane, the scaled
+// exps e (padding lanes zeroed) and their sum (added vector by vector, in order).
+template <size_t kVecs>
+HWY_INLINE float ExpsInRegisters(const float* x, size_t n, VF (&v)[kVecs], VF& m, VF (&e)[kVecs]) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);  // 1..N valid lanes in the last vector
+  PrefetchSpan(x + RowPrefetchDistance(n), n);
+  for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
+  v[kVecs - 1] = hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, x + (kVecs - 1) * N), neg_inf);
+  m = v[0];
+  for (size_t k = 1; k < kVecs; ++k) m = hn::Max(m, v[k]);
+  m = hn::MaxOfLanes(d, m);
+  VF sum = hn::Zero(d);
+  for (size_t k = 0; k < kVecs; ++k) {
+    e[k] = ExpScaled(d, hn::Sub(v[k], m));
+    // The padding lanes hold ExpScaled(-inf), a tiny normal number; zeroed so that scaling them
+    // below cannot produce a subnormal (slow on some CPUs). The sum does not change.
+    if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
+    sum = hn::Add(sum, e[k]);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
 // Rows of at most kVecs vectors (up to 128 floats on AVX-512), held in registers from load to store: no
 // loops, no re-reads, no tile pass. Tiny rows are dominated by per-row overhead and by the
 // latency of the two cross-lane reductions, so this path keeps the instruction count per row
@@ -190,26 +216,9 @@ template <size_t kVecs, bool kStream = false>
 HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_softmax) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const size_t last = n - (kVecs - 1) * N;  // 1..N valid lanes in the last vector
-  PrefetchSpan(x + RowPrefetchDistance(n), n);
-  const auto last_mask = hn::FirstN(d, last);
-  VF v[kVecs];
-  for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
-  v[kVecs - 1] = hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, x + (kVecs - 1) * N), neg_inf);
-  VF m = v[0];
-  for (size_t k = 1; k < kVecs; ++k) m = hn::Max(m, v[k]);
-  m = hn::MaxOfLanes(d, m);
-  VF e[kVecs];
-  VF sum = hn::Zero(d);
-  for (size_t k = 0; k < kVecs; ++k) {
-    e[k] = ExpScaled(d, hn::Sub(v[k], m));
-    // The padding lanes hold ExpScaled(-inf), a tiny normal number; zeroed so that scaling them
-    // below cannot produce a subnormal (slow on some CPUs). The sum does not change.
-    if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
-    sum = hn::Add(sum, e[k]);
-  }
-  const float s = hn::GetLane(hn::SumOfLanes(d, sum));
+  const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
+  VF v[kVecs], m, e[kVecs];
+  const float s = ExpsInRegisters<kVecs>(x, n, v, m, e);
   if (log_softmax) {
     const VF ls = hn::Set(d, LogOfScaledSum(s));
     for (size_t k = 0; k < kVecs; ++k) e[k] = hn::Sub(hn::Sub(v[k], m), ls);
@@ -471,27 +480,13 @@ HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, 
   const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
   const size_t n = size_t(cols), xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
-  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
   for (int64_t r = 0; r < nr; ++r) {
     const float* x = AsF32(xb + size_t(r) * n * xsize, dtype.x, n);
     const uint8_t* kr = keep + size_t(r) * n;
     float* o = out + size_t(r) * n;
-    PrefetchSpan(x + RowPrefetchDistance(n), n);
-    VF v[kVecs];
-    for (size_t k = 0; k + 1 < kVecs; ++k) v[k] = hn::LoadU(d, x + k * N);
-    v[kVecs - 1] = hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, x + (kVecs - 1) * N), neg_inf);
-    VF m = v[0];
-    for (size_t k = 1; k < kVecs; ++k) m = hn::Max(m, v[k]);
-    m = hn::MaxOfLanes(d, m);
-    VF e[kVecs];
-    VF sum = hn::Zero(d);
-    for (size_t k = 0; k < kVecs; ++k) {
-      e[k] = ExpScaled(d, hn::Sub(v[k], m));
-      if (k + 1 == kVecs) e[k] = hn::IfThenElseZero(last_mask, e[k]);
-      sum = hn::Add(sum, e[k]);
-    }
-    const double s = double(hn::GetLane(hn::SumOfLanes(d, sum)) * kExpUnscaleF32);
+    VF v[kVecs], m, e[kVecs];
+    const double s = double(ExpsInRegisters<kVecs>(x, n, v, m, e) * kExpUnscaleF32);
     const ScaledFactor f = MakeScaledFactor(d, static_cast<float>(1.0 / s * scale));
     for (size_t k = 0; k < kVecs; ++k) {
       const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, kr + k * N)), hn::Zero(du)));
