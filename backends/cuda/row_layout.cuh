@@ -10,16 +10,16 @@
 // every reduction, depends on the row length alone: a row gives the same bits wherever it sits in
 // the batch and however its pointers are aligned.
 //
-// Memory is only touched with aligned 16-byte vectors (8-byte units for a Narrow layout's loads
-// and for an f32 row's chunks stored as 16-bit), also for rows that start mid-vector (cols not a multiple of V, or pointers offset by some
-// elements). A misaligned row is loaded as the aligned vectors that cover it: lane l loads
-// physical vector L (its own index) and takes the rest of its logical chunk from physical
-// vector L + 1, which its right neighbour loaded (one shuffle per word; the segment's lane 0
-// loads one extra vector for the segment's last chunk). Stores go the other way: physical vector L + 1 is
-// written whole by the owner of logical chunk L, with its neighbour's chunk; only a segment's
-// first and last vectors and a row's ends are written element by element. Vectors that stick out
-// of the whole array (the first row's head, the last row's tail) are read element by element, so
-// nothing outside the caller's buffers is ever touched.
+// Memory is only touched with aligned 16-byte vectors (8-byte units for a Narrow layout's loads and
+// for an f32 row's chunks stored as 16-bit), also for rows that start mid-vector (cols not a
+// multiple of V, or pointers offset by some elements). A misaligned row is loaded as the aligned
+// vectors that cover it: lane l loads physical vector L (its own index) and takes the rest of its
+// logical chunk from physical vector L + 1, which its right neighbour loaded (one shuffle per word;
+// the segment's lane 0 loads one extra vector for the segment's last chunk). Stores go the other
+// way: physical vector L + 1 is written whole by the owner of logical chunk L, with its neighbour's
+// chunk; only a segment's first and last vectors and a row's ends are written element by element.
+// Vectors that stick out of the whole array (the first row's head, the last row's tail) are read
+// element by element, so nothing outside the caller's buffers is ever touched.
 #pragma once
 
 #include <cuda_runtime.h>
