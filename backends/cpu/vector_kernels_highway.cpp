@@ -544,7 +544,8 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
       size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep + hn::MaxLanes(DF());
   uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
   float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
-  float* row_e = direct_stream ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols)) : nullptr;
+  float* row_e = direct_stream && in_registers == nullptr ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols))
+                                                          : nullptr;
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, rows - r0);
     const uint64_t tile_first = first + uint64_t(r0 * cols);
@@ -565,26 +566,27 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
         for (size_t b = 0; b < pf_per_step && pf < pf_end; b += 64, pf += 64) PrefetchL2(pf);
       }
     }
-    float* tile_out = tile != nullptr ? tile : reinterpret_cast<float*>(yb + size_t(r0 * cols) * ysize);
     if (in_registers != nullptr) {
-      in_registers(xb + size_t(r0 * cols) * xsize, dtype, nr, cols, keep + lead, rule.scale, tile_out);
-    }
-    for (int64_t r = 0; in_registers == nullptr && r < nr; ++r) {
-      const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
-      const uint8_t* kr = keep + lead + size_t(r * cols);
-      const float max = RowMax(xr, size_t(cols));
-      float* e;
-      float* dst;
-      if (direct || direct_stream) {
-        dst = reinterpret_cast<float*>(yb + size_t((r0 + r) * cols) * ysize);
-        e = direct ? dst : row_e;
-      } else {
-        dst = e = tile + r * cols;
+      float* out = tile != nullptr ? tile : reinterpret_cast<float*>(yb + size_t(r0 * cols) * ysize);
+      in_registers(xb + size_t(r0 * cols) * xsize, dtype, nr, cols, keep + lead, rule.scale, out);
+    } else {
+      for (int64_t r = 0; r < nr; ++r) {
+        const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
+        const uint8_t* kr = keep + lead + size_t(r * cols);
+        const float max = RowMax(xr, size_t(cols));
+        float* e;
+        float* dst;
+        if (direct || direct_stream) {
+          dst = reinterpret_cast<float*>(yb + size_t((r0 + r) * cols) * ysize);
+          e = direct ? dst : row_e;
+        } else {
+          dst = e = tile + r * cols;
+        }
+        const float s = ExpSum<true>(xr, size_t(cols), max, e);
+        const double sum = double(s * kExpUnscaleF32);
+        ApplyKeep(e, kr, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), dst,
+                  direct_stream);
       }
-      const float s = ExpSum<true>(xr, size_t(cols), max, e);
-      const double sum = double(s * kExpUnscaleF32);
-      ApplyKeep(e, kr, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), dst,
-                direct_stream);
     }
     if (mask != nullptr) std::memcpy(mask + r0 * cols, keep + lead, size_t(nr * cols));
     if (tile != nullptr) WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
