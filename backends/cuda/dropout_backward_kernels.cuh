@@ -44,13 +44,24 @@ __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t fi
   }
 }
 
+// The keep bits of a thread's chunks (all set when nothing is dropped). They depend on where the
+// row lies, not on its values: taken before the loads, only the bits stay live past the Philox
+// rounds.
+template <int K, int V>
+__device__ __forceinline__ void backward_keep_bits(const DropoutBackwardArgs& a, uint64_t flat0, const Place& p,
+                                                   bool live, uint32_t (&bits)[K]) {
+  if (a.drop) {
+    keep_bits<K, V>(a.keys, flat0, p, live, bits);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) bits[k] = ~0u;
+  }
+}
+
 // g = keep ? dy * scale : 0, in place.
 template <int K, int V, class A>
-__device__ __forceinline__ void apply_keep(const DropoutBackwardArgs& a, uint64_t flat0, const Place& p, bool live,
-                                           A (&g)[K][V]) {
+__device__ __forceinline__ void apply_keep(const DropoutBackwardArgs& a, const uint32_t (&bits)[K], A (&g)[K][V]) {
   if (!a.drop) return;
-  uint32_t bits[K];
-  keep_bits<K, V>(a.keys, flat0, p, live, bits);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -113,9 +124,11 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const int64_t row = walk.row(r);
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
+      uint32_t bits[K];
+      backward_keep_bits<K, V>(a, uint64_t(first), walk.place, live, bits);
       load_values<T, A, K, V>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY), v[r]);
       load_dy<T, A, K, V>(a, first, cols, live, walk.place, g[r]);
-      apply_keep<K, V>(a, uint64_t(first), walk.place, live, g[r]);
+      apply_keep<K, V>(a, bits, g[r]);
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
     }
     if constexpr (kBlock) {
@@ -160,9 +173,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
 
   auto load_tile = [&](int64_t col0, int limit, A (&v)[K][V], A (&g)[K][V]) {
     const int64_t first = row * cols + col0;
+    uint32_t bits[K];
+    backward_keep_bits<K, V>(a, uint64_t(first), p, true, bits);
     load_values<T, A, K, V>(a.x, a.x_end, first, limit, true, a.x_dtype, p, A(-INFINITY), v);
     load_dy<T, A, K, V>(a, first, limit, true, p, g);
-    apply_keep<K, V>(a, uint64_t(first), p, true, g);
+    apply_keep<K, V>(a, bits, g);
   };
 
   if (stats_role) {

@@ -90,17 +90,15 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
   }
 }
 
-// Applies the output factor (or log offset) and the keep bits to a thread's held chunks and
-// writes the mask and y. The held chunks are the exps (softmax, where they hold values), or
-// the inputs: log-softmax uses them as they are, softmax takes their exps with `sh` first. The
-// pointers and flat0 point at column 0 of the thread's row (or of its split tile); only
-// columns below `limit` are written.
+// Applies the output factor (or log offset) and, for dropout, the keep bits (keep_bits) to a
+// thread's held chunks and writes the mask and y. The held chunks are the exps (softmax, where
+// they hold values), or the inputs: log-softmax uses them as they are, softmax takes their exps
+// with `sh` first. The pointers and flat0 point at column 0 of the thread's row (or of its split
+// tile); only columns below `limit` are written.
 template <class T, class Y, class A, Forward kOp, int K, int V, class Held>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
-                                               LogShift<A> log) {
-  uint32_t bits[K];
-  if constexpr (kOp == Forward::Dropout) keep_bits<K, V>(a.keys, flat0, p, live, bits);
+                                               LogShift<A> log, const uint32_t (&bits)[K]) {
   A v[K][V];
   if (a.log_softmax) {
 #pragma unroll
@@ -199,9 +197,9 @@ constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout &&
                                   !kForwardPacked<T, kBlock> &&
                                   held_registers<T, A, false>(K) + K * kChunkBytes<T> / 4 <= 24;
 
-// kPrefetch: for blocks of at least 512 threads on a grid that loops over the rows
-// (launch_register), at most two to an SM, whose memory traffic would otherwise stop while a
-// block reduces and writes a row.
+// kPrefetch: for blocks that fit at most two to an SM, on a grid that loops over the rows
+// (launch_register), whose memory traffic would otherwise stop while a block reduces and writes
+// a row.
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
@@ -221,6 +219,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   int gen = 0;
   for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
     Held h[R];
+    uint32_t bits[R][K];  // dropout's keep bits
     if constexpr (kPrefetch) {
       h[0].take(next, cols, walk.place, A(-INFINITY));
       const int64_t following = walk.base + walk.stride;
@@ -231,7 +230,15 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       for (int r = 0; r < R; ++r) {
         const int64_t row = walk.row(r);
         const bool live = row < rows;
-        h[r].load(a.x, a.x_end, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place, A(-INFINITY));
+        const int64_t first = (live ? row : 0) * int64_t(cols);
+        // Dropout's keep bits depend on where the row lies, not on its values. Taken before the
+        // loads, the Philox rounds never share the registers with the row: the block kernels,
+        // capped at 64 registers, then hold the row without spilling (fp64 rows, whose kernels
+        // spilled more that way, take them on the way out).
+        if constexpr (kOp == Forward::Dropout && !kGeneric<T>) {
+          keep_bits<K, V>(a.keys, uint64_t(first), walk.place, live, bits[r]);
+        }
+        h[r].load(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY));
       }
     }
     if constexpr (kOp == Forward::FromStats) {
@@ -250,7 +257,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         }
         const int64_t first = (live ? row : 0) * int64_t(cols);
         finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], sh, sh.to_m / S,
-                                           LogShift<A>::of(a.log_softmax, M, S));
+                                           LogShift<A>::of(a.log_softmax, M, S), bits[r]);
       }
       continue;
     }
@@ -315,8 +322,11 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         A f = factor[r];
         if constexpr (kOp == Forward::Dropout) f *= a.keys.template scale_as<A>();
         const int64_t first = (live ? row : 0) * int64_t(cols);
+        if constexpr (kOp == Forward::Dropout && kGeneric<T>) {
+          keep_bits<K, V>(a.keys, uint64_t(first), walk.place, live, bits[r]);
+        }
         finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]),
-                                           f, LogShift<A>::of(a.log_softmax, M[r], S[r]));
+                                           f, LogShift<A>::of(a.log_softmax, M[r], S[r]), bits[r]);
       }
     }
   }
@@ -416,6 +426,8 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   for (int64_t t = last; t >= begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
     const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
+    uint32_t bits[K];
+    if constexpr (kOp == Forward::Dropout) keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), p, true, bits);
     HeldRow<T, A, K, V, false> h;
     h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
     if (!a.log_softmax) {
@@ -425,7 +437,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
         for (int j = 0; j < V; ++j) h.set(k, j, sh.exp(h.get(k, j)));
       }
     }
-    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, h, sh, factor, log);
+    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, h, sh, factor, log, bits);
   }
 }
 
