@@ -38,16 +38,21 @@ struct Launches {
   Outcome segment(const Plan& plan) const {
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
-  // softmax_dropout's blocks ran slower on a looping grid. Blocks of 512 threads and more (64
-  // registers) fit at most two to an SM: there the kernel with room for it prefetches the next
-  // row on a looping grid (16-bit x with f32 y on the H200: +9-10% at 8K columns, +13-27% at
-  // 12K-16K; at 2K-4K columns, four or more blocks per SM, it ran 2-6% slower).
+  // softmax_dropout's blocks ran slower on a looping grid. Where at most two blocks fit on an SM
+  // (352 threads and more at 64 registers), the kernel with room for it prefetches the next row
+  // on a looping grid (16-bit x with f32 y on the H200: +18-25% at 5.6K-6K columns, +9-10% at
+  // 8K, +13-27% at 12K-16K; at 2K-4K columns, four or more blocks per SM, it ran 2-6% slower).
   template <int K>
   Outcome block(const Plan& plan) const {
     if constexpr (kPrefetchNextRow<T, A, kOp, K, 1, true>) {
-      if (plan.threads >= 512) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, true>, a, a.rows, a.cols, plan, env,
-                               kName, Looping::Always);
+      const auto prefetching = register_rows_forward<T, Y, A, kOp, K, 1, true, true>;
+      int resident = 0;
+      if (Outcome o = resident_blocks(reinterpret_cast<const void*>(prefetching), env.device, plan.threads,
+                                      env.limits->sm_count, &resident);
+          !o.good())
+        return o;
+      if (resident <= 2 * env.limits->sm_count) {
+        return launch_register(prefetching, a, a.rows, a.cols, plan, env, kName, Looping::Always);
       }
     }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,

@@ -408,7 +408,7 @@ TEST(CudaTypes, EveryPairOfStorageTypes) {
 TEST(CudaTypes, MixedTypesOnTheLoopingGrid) {
   REQUIRE_GPU();
   const size_t rows = rows_past_resident_blocks();
-  for (size_t cols : {size_t{8191}, size_t{16384}, size_t{32769}}) {
+  for (size_t cols : {size_t{5601}, size_t{8191}, size_t{16384}, size_t{32769}}) {
     run_forward_typed(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F32, rows, cols, false, 8.0f, 0);
     run_forward_typed(SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_F32, rows, cols, true, 8.0f, 1);
     run_forward_typed(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, rows / 2 | 1, cols, false, 8.0f, 3);
