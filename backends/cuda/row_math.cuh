@@ -198,16 +198,15 @@ struct BlockScratch {
 
 // A barrier over the blocks of a cluster. Every barrier.cluster instruction is executed by whole
 // warps (.aligned). With `publish`, warp 0 (which holds thread 0, the writer of the block's
-// shared-memory slot) arrives with release semantics so that the slot is visible to the other
-// blocks after the wait; every other arrival is relaxed: a release costs a fence that waits for
-// the thread's outstanding memory operations, which no other warp needs to pay.
+// shared-memory slot) fences with release semantics before its arrival so that the slot is
+// visible to the other blocks after the wait; no other warp pays for the fence, which waits for
+// the thread's outstanding memory operations. The arrival itself is the same instruction for
+// every warp: with two arrivals on the two sides of a branch, ptxas kept the dropout kernels'
+// Philox round keys out of the uniform registers (two extra moves per round).
 __device__ __forceinline__ void cluster_barrier(bool publish = false) {
 #if SOFTMAX_CUDA_CLUSTERS
-  if (publish && threadIdx.x < 32) {
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  } else {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  }
+  if (publish && threadIdx.x < 32) asm volatile("fence.release.cluster;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #else
   (void)publish;
