@@ -72,8 +72,8 @@ echo "rc=$?" >> "$L/cuda_tests.log"
 # The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced, and
 # the plan of GPUs without thread-block clusters (SOFTMAX_CUDA_MAX_CLUSTER=1).
 FORCED_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShapes/*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase:CudaBackward.*:CudaDropoutBackward.*:CudaSharded.*:CudaTypes.*'
-# The forced runs are independent processes: side by side on the GPU. Five at once take 2-4
-# minutes each (at 150 s, split and no-cluster runs were cut off at 182 and 119 of 223 tests).
+# The forced runs are independent processes: side by side on the GPU, where five at once take up
+# to four minutes each.
 for strategy in segment block cluster split; do
   ( SOFTMAX_CUDA_STRATEGY=$strategy lb timeout "$(cap 270)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
       > "$L/forced_$strategy.log" 2>&1; echo "rc=$?" >> "$L/forced_$strategy.log" ) &
