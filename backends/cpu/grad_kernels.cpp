@@ -19,15 +19,8 @@
 
 #include "backends/cpu/full_range_exp.h"
 #include "backends/cpu/storage_convert.h"
+#include "backends/cpu/target_clones.h"
 
-// As in vector_kernels_portable.cpp: GCC 11+ clones for x86-64-v4 (AVX-512), x86-64-v3 (AVX2)
-// and the baseline; sanitizer builds and clang build the one baseline version.
-#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define SOFTMAX_GRAD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SOFTMAX_GRAD_CLONES
-#endif
 #define SOFTMAX_GRAD_INLINE inline __attribute__((always_inline))
 
 namespace softmax_internal {
@@ -196,7 +189,7 @@ __attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* src, void*
 }
 #endif
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void widen_f32_loops(const void* src, softmax_dtype t, int64_t n, float* dst) {
   const size_t m = size_t(n);
   if (t == SOFTMAX_DTYPE_F32) {
@@ -208,7 +201,7 @@ void widen_f32_loops(const void* src, softmax_dtype t, int64_t n, float* dst) {
   }
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void narrow_f32_loops(const float* src, void* dst, softmax_dtype t, int64_t n) {
   const size_t m = size_t(n);
   if (t == SOFTMAX_DTYPE_F32) {
@@ -222,7 +215,7 @@ void narrow_f32_loops(const float* src, void* dst, softmax_dtype t, int64_t n) {
 
 }  // namespace
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void widen_f64(const void* src, softmax_dtype t, int64_t n, double* dst) {
   const size_t m = size_t(n);
   switch (t) {
@@ -257,7 +250,7 @@ void narrow_f32(const float* src, void* dst, softmax_dtype t, int64_t n) {
 
 // 16-bit results go through float (double -> float -> 16 bits may round twice; the extra error
 // is under 2^-24 relative, far below the 16-bit rounding itself).
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void narrow_f64(const double* src, void* dst, softmax_dtype t, int64_t n) {
   const size_t m = size_t(n);
   switch (t) {
@@ -295,37 +288,37 @@ void stream_store_f32(const float* src, void* dst, int64_t n) {
 
 // ---- softmax / log-softmax backward ----------------------------------------------------------
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 float grad_dot_f32(const float* y, const float* dy, int64_t n, bool log) { return lane_dot(y, dy, size_t(n), log); }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 double grad_dot_f64(const double* y, const double* dy, int64_t n, bool log) {
   return lane_dot(y, dy, size_t(n), log);
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log) {
   finish(y, dy, dx, size_t(n), dot, log);
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, double dot, bool log) {
   finish(y, dy, dx, size_t(n), dot, log);
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
                    const float* row_dot, bool log) {
   grad_rows(y, dy, dx, rows, cols, row_dot, log);
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
                    const double* row_dot, bool log) {
   grad_rows(y, dy, dx, rows, cols, row_dot, log);
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t cols, bool log, float* out) {
   const size_t n = size_t(cols);
   for (int64_t r = 0; r < rows; ++r) out[r] = lane_dot(y + size_t(r) * n, dy + size_t(r) * n, n, log);
@@ -334,7 +327,7 @@ void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t co
 // ---- dropout backward --------------------------------------------------------------------
 
 // The select as a bit mask (keep bytes are 0 or 1): +0 where dropped, whatever dy holds.
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void dropout_grad_f32(const float* dy, const uint8_t* keep, float scale, int64_t n, float* g) {
   for (size_t i = 0; i < size_t(n); ++i) {
     const uint32_t v = convert::bits(load<float>(dy, i) * scale);
@@ -342,7 +335,7 @@ void dropout_grad_f32(const float* dy, const uint8_t* keep, float scale, int64_t
   }
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void dropout_grad_f64(const double* dy, const uint8_t* keep, double scale, int64_t n, double* g) {
   for (size_t i = 0; i < size_t(n); ++i) {
     const uint64_t v = __builtin_bit_cast(uint64_t, load<double>(dy, i) * scale);
@@ -350,12 +343,12 @@ void dropout_grad_f64(const double* dy, const uint8_t* keep, double scale, int64
   }
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void scale_f32(float* v, int64_t n, float factor) {
   for (size_t i = 0; i < size_t(n); ++i) v[i] *= factor;
 }
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void scale_f64(double* v, int64_t n, double factor) {
   for (size_t i = 0; i < size_t(n); ++i) v[i] *= factor;
 }
@@ -363,7 +356,7 @@ void scale_f64(double* v, int64_t n, double factor) {
 // Max with -inf start (NaN elements never win a comparison; the sum catches them), then
 // exp(x - max) summed in lanes. An all -inf chunk is looked at directly: exp(-inf - -inf) would
 // be NaN, but such a chunk only contributes nothing (or NaN if it holds a NaN).
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) {
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   const size_t m = size_t(n);
@@ -415,14 +408,14 @@ ChunkStats64 softmax_chunk_stats_f64(const double* x, int64_t n, double* e_out) 
 
 // ---- sharded forward -----------------------------------------------------------------------
 
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void exp_scaled_f32(const float* x, float* y, int64_t n, float shift, float factor) {
   const ExpClamp<float> clamp = exp_clamp_f32();
   for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, exp_f32(load<float>(x, i) - shift, clamp) * factor);
 }
 
 // (x - max) - log_sum: two roundings, each relative to a small value, as the forward does.
-SOFTMAX_GRAD_CLONES
+SOFTMAX_CPU_CLONES
 void log_shifted_f32(const float* x, float* y, int64_t n, float shift, float log_sum) {
   for (size_t i = 0; i < size_t(n); ++i) store<float>(y, i, (load<float>(x, i) - shift) - log_sum);
 }
