@@ -43,22 +43,32 @@ inline ExpClamp<double> exp_clamp_f64() {
   return {lo, hi};
 }
 
-// fp32; the degree-5 polynomial and the ln2 split are the forward's (highway_exp-inl.h):
-// relative error 1.05e-7 on the reduced argument.
+// fp32's constants, also read by the AVX-512 form of the log-softmax gradient (grad_kernels.cpp):
+// the degree-5 polynomial and the ln2 split are the forward's (highway_exp-inl.h), relative
+// error 1.05e-7 on the reduced argument.
+struct ExpF32 {
+  static constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  static constexpr float kLog2e = 1.44269504088896341f;
+  static constexpr float kLn2Hi = 0.693145751953125f;
+  static constexpr float kLn2Lo = 1.428606820309417232e-06f;
+  static constexpr float kP5 = 0.00831252709031105f, kP4 = 0.041890114545822144f, kP3 = 0.16667114198207855f,
+                         kP2 = 0.499992311000824f;
+};
+
 SOFTMAX_CPU_EXP_INLINE float exp_f32(float x, ExpClamp<float> clamp) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  using C = ExpF32;
   x = x < clamp.lo ? clamp.lo : x;
   x = x > clamp.hi ? clamp.hi : x;
-  const float t = x * 1.44269504088896341f + kMagic;
-  const float n = t - kMagic;
-  float r = x - n * 0.693145751953125f;
-  r = r - n * 1.428606820309417232e-06f;
-  float p = 0.00831252709031105f * r + 0.041890114545822144f;
-  p = p * r + 0.16667114198207855f;
-  p = p * r + 0.499992311000824f;
+  const float t = x * C::kLog2e + C::kMagic;
+  const float n = t - C::kMagic;
+  float r = x - n * C::kLn2Hi;
+  r = r - n * C::kLn2Lo;
+  float p = C::kP5 * r + C::kP4;
+  p = p * r + C::kP3;
+  p = p * r + C::kP2;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t ni = int32_t(__builtin_bit_cast(uint32_t, t) - __builtin_bit_cast(uint32_t, kMagic));
+  const int32_t ni = int32_t(__builtin_bit_cast(uint32_t, t) - __builtin_bit_cast(uint32_t, C::kMagic));
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   const float s1 = __builtin_bit_cast(float, uint32_t(n1 + 127) << 23);
   const float s2 = __builtin_bit_cast(float, uint32_t(n2 + 127) << 23);

@@ -132,10 +132,11 @@ SOFTMAX_GRAD_INLINE double exp_of(double x, ExpClamp<double> c) { return exp_f64
 // code does (vmaxps and vminps return their second operand when either is NaN).
 __attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float* y, const float* dy, float* dx,
                                                                     size_t n, float dot) {
+  using C = ExpF32;
   const ExpClamp<float> c = exp_clamp_f32();
   const __m512 lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi), d = _mm512_set1_ps(dot);
-  const __m512 magic = _mm512_set1_ps(12582912.0f), log2e = _mm512_set1_ps(1.44269504088896341f);
-  const __m512 ln2_hi = _mm512_set1_ps(0.693145751953125f), ln2_lo = _mm512_set1_ps(1.428606820309417232e-06f);
+  const __m512 magic = _mm512_set1_ps(C::kMagic), log2e = _mm512_set1_ps(C::kLog2e);
+  const __m512 ln2_hi = _mm512_set1_ps(C::kLn2Hi), ln2_lo = _mm512_set1_ps(C::kLn2Lo);
   const __m512 one = _mm512_set1_ps(1.0f);
   for (size_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
@@ -145,9 +146,9 @@ __attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float
     const __m512 k = _mm512_sub_ps(t, magic);
     __m512 r = _mm512_fnmadd_ps(k, ln2_hi, x);
     r = _mm512_fnmadd_ps(k, ln2_lo, r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.00831252709031105f), r, _mm512_set1_ps(0.041890114545822144f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.16667114198207855f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.499992311000824f));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(C::kP5), r, _mm512_set1_ps(C::kP4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP2));
     p = _mm512_fmadd_ps(p, r, one);
     p = _mm512_fmadd_ps(p, r, one);
     const __m512 e = _mm512_scalef_ps(p, k);
