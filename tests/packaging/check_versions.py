@@ -13,6 +13,7 @@ VERSION is the one place the version is written. This script finds every copy of
 - every Julia Project.toml, and a Python package's __version__ if one is declared.
 It prints each version it checked, and every mismatch, then exits 1 if there was one.
 """
+import os
 import pathlib
 import re
 import sys
@@ -24,11 +25,15 @@ SKIP_DIRS = {".git", "target", "__pycache__", "node_modules", ".venv"}
 
 
 def manifests(root, name):
-    for path in sorted(root.rglob(name)):
-        rel = path.relative_to(root)
-        if any(part in SKIP_DIRS or part.startswith("build") for part in rel.parts[:-1]):
-            continue
-        yield path
+    """Files called `name` under root, outside SKIP_DIRS and build* folders. Those folders are
+    never entered: a build tree inside the source tree can have folders appear and vanish while
+    this runs (CMake's try-compile scratch, from tests running beside this one)."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d not in SKIP_DIRS and not d.startswith("build")]
+        if name in files:
+            found.append(pathlib.Path(folder) / name)
+    yield from sorted(found)
 
 
 class Checker:
