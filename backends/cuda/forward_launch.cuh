@@ -21,13 +21,6 @@ namespace forward_family {
 
 using namespace cuda_kernels;
 
-// Dropout's Philox state leaves rows of 8 columns per chunk half the chunks per thread (two
-// arrays' worth). A Narrow layout has 4 columns per chunk and plans like f32 rows: 16 columns
-// per thread, 32 in the wide kernels past 16K columns. (Planned like 16-bit rows instead, with
-// eight chunks per thread from the first block, 2K-8K-column rows ran 9-13% slower on the H200.)
-template <class T, Forward kOp>
-constexpr int kForwardArrays = kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : 1;
-
 template <class T, class Y, class A, Forward kOp>
 struct Launches {
   const ForwardArgs& a;
@@ -67,7 +60,7 @@ struct Launches {
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, kForwardArrays<T, kOp>, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 1, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

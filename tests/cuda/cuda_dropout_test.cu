@@ -44,7 +44,7 @@ void run_dropout_case(const DropoutCase& c) {
   const softmax_options o = cuda_options();
   ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.at(oe * es), dy.at(oe * es), dm.at<uint8_t>(oe), int64_t(c.rows),
                                          int64_t(c.cols), c.dtype, c.p, c.seed, c.offset, &o),
-                         int64_t(c.cols), es, es == 2 ? 2 : 1);  // 16-bit dropout holds half the chunks
+                         int64_t(c.cols), es, 1);
   Buffer y(c.dtype, n);
   std::vector<uint8_t> mask(n);
   CUDA_OK(cudaMemcpy(y.data(), dy.at(oe * es), n * es, cudaMemcpyDeviceToHost));
