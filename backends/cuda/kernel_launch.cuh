@@ -81,7 +81,9 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
                         const Plan& plan, const LaunchEnv& env, const char* name,
                         Looping looping = Looping::WhenAlone) {
   using namespace launch_detail;
-  cuda_kernels::RowShape shape{rows, static_cast<int>(cols), plan.width, plan.cluster};
+  int cluster_shift = 0;
+  while ((1 << cluster_shift) < plan.cluster) ++cluster_shift;
+  cuda_kernels::RowShape shape{rows, static_cast<int>(cols), plan.width, plan.cluster, cluster_shift};
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   cfg.stream = env.stream;

@@ -25,7 +25,9 @@ struct RowShape {
   int64_t rows;
   int cols;
   int width;    // segment mode: lanes per row (a power of two <= 32); block mode: 32
-  int cluster;  // block mode: blocks per row group (1 = a plain block)
+  int cluster;  // block mode: blocks per row group (1 = a plain block), a power of two
+  int cluster_shift;  // log2(cluster): the walk shifts and masks, where three divisions by a
+                      // run-time value cost a block ~50 instructions per warp
 };
 
 // The rows of one iteration and this thread's place in them.
@@ -50,14 +52,14 @@ struct RowWalk {
       stride = warps * segs * R;
       rank = 0;
     } else {
-      rank = int(blockIdx.x % unsigned(s.cluster));
+      rank = int(blockIdx.x & unsigned(s.cluster - 1));
       const int warps = int(blockDim.x >> 5);
       const int segment = rank * warps + int(threadIdx.x >> 5);
       place = Place{int(threadIdx.x) & 31, 32, segment * K * 32};
-      base = int64_t(blockIdx.x / unsigned(s.cluster)) * R;
+      base = int64_t(blockIdx.x >> s.cluster_shift) * R;
       in_group = 0;
       step = 1;
-      stride = int64_t(gridDim.x / unsigned(s.cluster)) * R;
+      stride = int64_t(gridDim.x >> s.cluster_shift) * R;
     }
   }
   __device__ __forceinline__ int64_t row(int i) const { return base + in_group + i * step; }
