@@ -50,9 +50,9 @@ int round_up32(int64_t n) { return int((n + 31) / 32 * 32); }
 // The segment shape with the most chunks per thread that the row fills (each lane then folds
 // more of its row before the shuffles, which cost the same per row whatever K is), on the
 // narrowest segment that holds the row; rows shorter than that K take several rows per lane.
-bool segment_plan(int64_t chunks, const KernelFamily& f, Plan* p) {
+bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p) {
   const int kmax = f.segment_k[f.segments - 1];
-  if (chunks > int64_t(32) * kmax) return false;
+  if (chunks > int64_t(max_width) * kmax) return false;
   int i = f.segments - 1;
   while (i > 0 && f.segment_k[i] > chunks) --i;
   const int k = f.segment_k[i];
@@ -99,6 +99,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full) {
   }
   f.block_k = kmax;
   f.wide_k = wide_chunks(chunk_elems, arrays);
+  f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   return f;
 }
 
@@ -116,7 +117,7 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
   };
   switch (o.strategy) {
     case Forced::Segment:
-      if (!segment_plan(chunks, family, &p)) return refuse("the row does not fit in one warp's registers");
+      if (!segment_plan(chunks, family, 32, &p)) return refuse("the row does not fit in one warp's registers");
       break;
     case Forced::Block:
       if (!block_plan(chunks, family, max_threads, &p)) return refuse("the row does not fit in one block's registers");
@@ -128,7 +129,7 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
       break;
     case Forced::Split: p = Plan{}; break;
     case Forced::None:
-      if (!segment_plan(chunks, family, &p) && !block_plan(chunks, family, max_threads, &p) &&
+      if (!segment_plan(chunks, family, family.segment_width, &p) && !block_plan(chunks, family, max_threads, &p) &&
           !(max_cluster >= 2 && cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))) {
         p = Plan{};
       }
