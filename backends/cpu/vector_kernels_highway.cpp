@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "backends/cpu/dropout_keep_bytes.h"
 #include "backends/cpu/thread_scratch.h"
@@ -519,9 +520,42 @@ DropoutRowsFn DropoutRowsInRegistersFor(int64_t cols) {
   }
 }
 
-// Dropout of a tile of rows, kPhase = offset % 4. The tile's keep bytes first, then per row:
-// the max, exp + store + sum into e, then dst = keep ? e * scale / sum : 0, the factor formed as
-// chunk_finish forms it for a single chunk, (1 / S) * scale in double.
+// The keep bytes of one tile of rows, drawn a share at a time: Steps of the Philox stream into
+// `out`, each followed by prefetches of a slice of the tile's x (into L2), so that the tile's
+// reads run under the arithmetic that draws its bits.
+template <unsigned kPhase>
+class TileKeepDraw {
+ public:
+  TileKeepDraw(const DropoutRule& rule, uint64_t tile_first, int64_t elems, const char* x, size_t x_bytes,
+               uint8_t* out)
+      : stream_(rule.seed, rule.offset, rule.threshold, tile_first / 4), out_(out), pf_(x), pf_end_(x + x_bytes) {
+    const size_t groups = (size_t(tile_first % 4) + size_t(elems) + 3) / 4;
+    per_step_ = stream_.GroupsPerStep();
+    steps_ = (groups + per_step_ - 1) / per_step_;
+    pf_per_step_ = ((x_bytes / std::max<size_t>(1, steps_)) + 63) & ~size_t{63};
+  }
+  // Runs the steps of the first done/of of the tile's draw that have not run yet.
+  HWY_INLINE void AdvanceTo(int64_t done, int64_t of) {
+    const size_t upto = size_t((uint64_t(steps_) * uint64_t(done) + uint64_t(of) - 1) / uint64_t(of));
+    for (; step_ < upto; ++step_) {
+      stream_.Step(out_ + 4 * step_ * per_step_);
+      for (size_t b = 0; b < pf_per_step_ && pf_ < pf_end_; b += 64, pf_ += 64) PrefetchL2(pf_);
+    }
+  }
+
+ private:
+  PhiloxKeepStream<kPhase> stream_;
+  uint8_t* out_;
+  const char* pf_;
+  const char* pf_end_;
+  size_t per_step_ = 0, steps_ = 0, step_ = 0, pf_per_step_ = 0;
+};
+
+// Dropout of tiles of rows, kPhase = offset % 4. Per row: the max, exp + store + sum into e,
+// then dst = keep ? e * scale / sum : 0, the factor formed as chunk_finish forms it for a single
+// chunk, (1 / S) * scale in double. The keep bytes of the next tile are drawn between the rows of
+// this one (TileKeepDraw), with that tile's x prefetched as they go: the Philox arithmetic then
+// runs beside this tile's memory traffic instead of in a phase of its own.
 template <unsigned kPhase>
 HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb, Dtypes dtype, int64_t rows,
                                       int64_t cols, uint64_t first, const DropoutRule& rule, uint8_t* mask,
@@ -535,61 +569,62 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
   const bool direct_stream = y_f32 && stream && size_t(cols) % N == 0 &&
                              reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
-  // Rows that fit in registers (into y itself, or into the tile).
+  // Rows that fit in registers (into y itself, or into the tile) go a whole tile per call, the
+  // next tile's draw after them (taken in batches of 256-4096 elements between the draw's
+  // shares, 32- and 128-column rows ran no faster); longer rows one at a time between shares.
   const DropoutRowsFn in_registers =
       direct_stream ? DropoutRowsInRegistersFor<true>(cols) : DropoutRowsInRegistersFor<false>(cols);
-  // Keep bytes of a tile from its first whole group on, with room for the stream's last step
-  // and for the whole-vector read past the last row in registers.
-  const size_t keep_bytes =
-      size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep + hn::MaxLanes(DF());
-  uint8_t* keep = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, keep_bytes));
+  const int64_t batch = in_registers != nullptr ? tile_rows : 1;
+  // Two tiles' keep bytes (the one being finished, the one being drawn), each from its first
+  // whole group on, with room for the stream's last step and for the whole-vector read past the
+  // last row in registers.
+  const size_t keep_bytes = (size_t(tile_rows * cols) + 8 + 4 * PhiloxKeepStream<kPhase>::kMaxGroupsPerStep +
+                             hn::MaxLanes(DF()) + 63) & ~size_t{63};
+  uint8_t* keep_now = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, 2 * keep_bytes));
+  uint8_t* keep_next = keep_now + keep_bytes;
   float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   float* row_e = direct_stream && in_registers == nullptr ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols))
                                                           : nullptr;
+  const auto draw_of = [&](int64_t r0, uint8_t* out) {
+    const int64_t nr = std::min(tile_rows, rows - r0);
+    return TileKeepDraw<kPhase>(rule, first + uint64_t(r0 * cols), nr * cols,
+                                reinterpret_cast<const char*>(xb + size_t(r0 * cols) * xsize),
+                                size_t(nr * cols) * xsize, out);
+  };
+  draw_of(0, keep_now).AdvanceTo(1, 1);
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, rows - r0);
-    const uint64_t tile_first = first + uint64_t(r0 * cols);
-    const size_t lead = size_t(tile_first % 4);  // keep[lead + j] is the tile's element j
-    PhiloxKeepStream<kPhase> keep_stream(rule.seed, rule.offset, rule.threshold, tile_first / 4);
-    // The tile's keep bytes in one tight loop (the Philox rounds need every vector register, so
-    // they run best on their own), which also asks for the next tile's x a slice per step: the
-    // memory traffic of the next tile runs under the Philox arithmetic of this one.
-    {
-      const size_t groups = (lead + size_t(nr * cols) + 3) / 4, per_step = keep_stream.GroupsPerStep();
-      const size_t steps = (groups + per_step - 1) / per_step;
-      const int64_t next_rows = std::min(tile_rows, rows - r0 - nr);
-      const char* pf = reinterpret_cast<const char*>(xb + size_t((r0 + nr) * cols) * xsize);
-      const char* pf_end = pf + size_t(next_rows * cols) * xsize;
-      const size_t pf_per_step = ((size_t(pf_end - pf) / std::max<size_t>(1, steps)) + 63) & ~size_t{63};
-      for (size_t step = 0; step < steps; ++step) {
-        keep_stream.Step(keep + 4 * step * per_step);
-        for (size_t b = 0; b < pf_per_step && pf < pf_end; b += 64, pf += 64) PrefetchL2(pf);
-      }
-    }
-    if (in_registers != nullptr) {
-      float* out = tile != nullptr ? tile : reinterpret_cast<float*>(yb + size_t(r0 * cols) * ysize);
-      in_registers(xb + size_t(r0 * cols) * xsize, dtype, nr, cols, keep + lead, rule.scale, out);
-    } else {
-      for (int64_t r = 0; r < nr; ++r) {
-        const float* xr = AsF32(xb + size_t((r0 + r) * cols) * xsize, dtype.x, size_t(cols));
-        const uint8_t* kr = keep + lead + size_t(r * cols);
+    const size_t lead = size_t((first + uint64_t(r0 * cols)) % 4);  // keep_now[lead + j]: the tile's element j
+    std::optional<TileKeepDraw<kPhase>> next;  // the next tile's draw, when there is one
+    if (r0 + nr < rows) next.emplace(draw_of(r0 + nr, keep_next));
+    for (int64_t b = 0; b < nr; b += batch) {
+      const int64_t nb = std::min(batch, nr - b);
+      if (in_registers != nullptr) {
+        float* out = tile != nullptr ? tile + b * cols : reinterpret_cast<float*>(yb + size_t((r0 + b) * cols) * ysize);
+        in_registers(xb + size_t((r0 + b) * cols) * xsize, dtype, nb, cols, keep_now + lead + size_t(b * cols),
+                     rule.scale, out);
+      } else {
+        const float* xr = AsF32(xb + size_t((r0 + b) * cols) * xsize, dtype.x, size_t(cols));
+        const uint8_t* kr = keep_now + lead + size_t(b * cols);
         const float max = RowMax(xr, size_t(cols));
         float* e;
         float* dst;
         if (direct || direct_stream) {
-          dst = reinterpret_cast<float*>(yb + size_t((r0 + r) * cols) * ysize);
+          dst = reinterpret_cast<float*>(yb + size_t((r0 + b) * cols) * ysize);
           e = direct ? dst : row_e;
         } else {
-          dst = e = tile + r * cols;
+          dst = e = tile + b * cols;
         }
         const float s = ExpSum<true>(xr, size_t(cols), max, e);
         const double sum = double(s * kExpUnscaleF32);
         ApplyKeep(e, kr, size_t(cols), MakeScaledFactor(DF(), static_cast<float>(1.0 / sum * rule.scale)), dst,
                   direct_stream);
       }
+      if (next) next->AdvanceTo(b + nb, nr);
     }
-    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep + lead, size_t(nr * cols));
+    if (mask != nullptr) std::memcpy(mask + r0 * cols, keep_now + lead, size_t(nr * cols));
     if (tile != nullptr) WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
+    std::swap(keep_now, keep_next);
   }
 }
 #endif

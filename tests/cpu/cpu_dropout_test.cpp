@@ -122,6 +122,34 @@ TEST_P(CpuDropout, MaskEqualsIndependentCurandReference) {
   }
 }
 
+TEST_P(CpuDropout, ManyTilesOfShortRowsMatchTheReference) {
+  // Short rows go through the kernel in tiles of about 8K elements, the keep bytes of each tile
+  // drawn between the rows of the one before: many tiles per thread, rows held in registers
+  // (33, 100 columns) and not (1024, 5000), groups of 4 straddling rows (3, 33), every phase.
+  const softmax_dtype dtype = GetParam();
+  for (const Case c : {Case{3000, 3}, Case{1000, 33}, Case{300, 100}, Case{64, 1024}, Case{9, 5000}}) {
+    for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(dtype, size_t(c.rows * c.cols), seed);
+      const DropoutRun d = run_dropout(x, c.rows, c.cols, 0.2f, seed, offset);
+      for (size_t i = 0; i < d.mask.size(); ++i) {
+        ASSERT_EQ(d.mask[i], softmax_cpu_test::curand_keep(seed, offset, i, 0.2f) ? 1 : 0)
+            << c.rows << "x" << c.cols << " element " << i << " seed " << seed << " offset " << offset;
+      }
+      ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, d.y, d.mask, c.rows, c.cols, 0.2f, seed))
+          << c.rows << "x" << c.cols << " offset " << offset;
+      ASSERT_EQ(run_dropout(x, c.rows, c.cols, 0.2f, seed, offset, 1, false).y.bytes, d.y.bytes) << seed;
+      Buffer xy = x;
+      std::vector<uint8_t> mask(x.size());
+      const softmax_options o = softmax_cpu_test::cpu_options();
+      ASSERT_EQ(softmax_dropout(xy.data(), xy.data(), mask.data(), c.rows, c.cols, dtype, 0.2f, seed, offset, &o),
+                SOFTMAX_STATUS_SUCCESS);
+      ASSERT_EQ(xy.bytes, d.y.bytes) << "in place, seed " << seed;
+      ASSERT_EQ(mask, d.mask) << "in place, seed " << seed;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, CpuDropout,
                          ::testing::Values(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16),
                          [](const ::testing::TestParamInfo<softmax_dtype>& i) {

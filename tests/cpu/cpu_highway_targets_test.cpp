@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cpu_test_util.h"
@@ -111,6 +112,25 @@ TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
           ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, y, mask, rows, cols, 0.37f, seed))
               << "target " << hwy::TargetName(target) << " offset " << offset;
         }
+      }
+    }
+    // Many tiles of short rows, each tile's keep bytes drawn between the rows of the one before.
+    for (const auto [rows, cols] : {std::pair<int64_t, int64_t>{700, 33}, {20, 1024}}) {
+      for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+        const uint64_t seed = softmax_test::fresh_seed();
+        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * cols), seed);
+        Buffer y(SOFTMAX_DTYPE_F32, size_t(rows * cols));
+        std::vector<uint8_t> mask(y.size(), 0xAB);
+        const softmax_options o = softmax_cpu_test::cpu_options();
+        ASSERT_EQ(softmax_dropout(x.data(), y.data(), mask.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.37f, seed, offset,
+                                  &o),
+                  SOFTMAX_STATUS_SUCCESS);
+        for (size_t i = 0; i < mask.size(); ++i) {
+          ASSERT_EQ(mask[i], softmax_cpu_test::curand_keep(seed, offset, i, 0.37f) ? 1 : 0)
+              << "target " << hwy::TargetName(target) << " " << rows << "x" << cols << " element " << i;
+        }
+        ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, y, mask, rows, cols, 0.37f, seed))
+            << "target " << hwy::TargetName(target) << " " << rows << "x" << cols << " offset " << offset;
       }
     }
   }
