@@ -5,9 +5,10 @@
 //   p == 1: nothing is kept (u <= 1 < ... never > 1), so y and the mask are zeros; the softmax
 //           itself is skipped.
 // Otherwise rows that fit in one chunk go to the short-row dropout kernel (exp once, the keep
-// bytes of a tile of rows in one go), and longer rows run phase 1 like softmax_rows while phase 2
-// draws each chunk's keep bytes (into the caller's mask when there is one) and applies them with
-// the scale folded into f_c.
+// bytes of the next tile of rows drawn between the rows of this one), and longer rows run phase 1
+// like softmax_rows while phase 2 draws each chunk's keep bytes (into the caller's mask when there
+// is one) and applies them with the scale folded into f_c, a piece at a time.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/chunked_rows.h"
@@ -29,6 +30,12 @@ void parallel_fill(unsigned char* p, int value, size_t n, int threads) {
     std::memset(p + begin, value, std::min(kBlock, n - begin));
   }
 }
+
+// Elements of a chunk whose keep bytes are drawn, then applied, before the next piece's: the
+// Philox arithmetic and the finishing loads and stores take turns at a grain where the core
+// overlaps them (a whole chunk, 8K elements, at a time: 5-9% more time at 32K-64M columns on a
+// 2-core AVX-512 Xeon).
+constexpr int64_t kPieceElems = 1024;
 
 }  // namespace
 
@@ -70,12 +77,19 @@ Outcome softmax_dropout(const RowsProblem& problem, const DropoutParams& d, cons
           uint8_t* keep = d.keep_mask != nullptr
                               ? d.keep_mask + first
                               : static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, size_t(n)));
-          k.keep_bytes_for(rule, first, n, keep);
           const ChunkFinish f = chunk_finish(part, norm, rule.scale, fp64);
-          if (stored != nullptr && f.shift == part.max) {
-            k.finish_dropout_stored(stored, v.y_at(r, c), v.dtype, n, f.factor, keep, stream);
-          } else {
-            k.finish_dropout(v.x_at(r, c), v.y_at(r, c), v.dtype, n, f, keep);
+          const bool from_stored = stored != nullptr && f.shift == part.max;
+          const auto* x = static_cast<const unsigned char*>(v.x_at(r, c));
+          auto* y = static_cast<unsigned char*>(v.y_at(r, c));
+          for (int64_t o = 0; o < n; o += kPieceElems) {
+            const int64_t m = std::min(kPieceElems, n - o);
+            k.keep_bytes_for(rule, first + size_t(o), m, keep + o);
+            if (from_stored) {
+              k.finish_dropout_stored(static_cast<const unsigned char*>(stored) + size_t(o) * k.exp_bytes,
+                                      y + size_t(o) * v.y_esize, v.dtype, m, f.factor, keep + o, stream);
+            } else {
+              k.finish_dropout(x + size_t(o) * v.x_esize, y + size_t(o) * v.y_esize, v.dtype, m, f, keep + o);
+            }
           }
         });
   }
