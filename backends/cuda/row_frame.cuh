@@ -27,7 +27,7 @@ struct RowShape {
   int width;    // segment mode: lanes per row (a power of two <= 32); block mode: 32
   int cluster;  // block mode: blocks per row group (1 = a plain block), a power of two
   int cluster_shift;  // log2(cluster): the walk shifts and masks, where three divisions by a
-                      // run-time value cost a block ~50 instructions per warp
+                      // run-time value cost a block ~45 instructions per warp
 };
 
 // The rows of one iteration and this thread's place in them.
