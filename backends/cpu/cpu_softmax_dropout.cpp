@@ -81,8 +81,11 @@ Outcome softmax_dropout(const RowsProblem& problem, const DropoutParams& d, cons
           const bool from_stored = stored != nullptr && f.shift == part.max;
           const auto* x = static_cast<const unsigned char*>(v.x_at(r, c));
           auto* y = static_cast<unsigned char*>(v.y_at(r, c));
-          for (int64_t o = 0; o < n; o += kPieceElems) {
-            const int64_t m = std::min(kPieceElems, n - o);
+          // Pieces end on a group of four flat elements, so that no Philox group is drawn twice
+          // (as one piece's ragged tail and the next one's ragged head).
+          const int64_t lead = int64_t((4 - first % 4) % 4);
+          for (int64_t o = 0, m = 0; o < n; o += m) {
+            m = std::min(n - o, o == 0 ? lead + kPieceElems : kPieceElems);
             k.keep_bytes_for(rule, first + size_t(o), m, keep + o);
             if (from_stored) {
               k.finish_dropout_stored(static_cast<const unsigned char*>(stored) + size_t(o) * k.exp_bytes,
