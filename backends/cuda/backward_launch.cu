@@ -37,7 +37,7 @@ struct Launches {
 
 template <class T, class Y, class A, Backward kOp, bool kFull>
 Outcome launch_family(const BackwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 2, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 2, kFull, true>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types get every shape.

@@ -31,7 +31,7 @@ struct Launches {
 
 template <class T, class A, bool kFull>
 Outcome launch_family(const DropoutBackwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 2, kFull>(a.cols, Launches<T, A>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 2, kFull, true>(a.cols, Launches<T, A>{a, env}, env);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ struct Launches {
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 1, kFull>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

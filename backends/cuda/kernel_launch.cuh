@@ -214,23 +214,27 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
 }
 
 // Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
-// and cluster plans, K = max_chunks or wide_chunks) and split().
-template <int kChunkElems, int kArrays, bool kFull, class L>
+// and cluster plans, K = max_chunks or wide_chunks; wide_chunks only with kWideFirst, see
+// kernel_family) and split().
+template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
   constexpr int KWIDE = wide_chunks(kChunkElems, kArrays);
   Plan plan;
-  if (Outcome o = make_plan(cols, kChunkElems, kernel_family(kChunkElems, kArrays, kFull), *env.limits, &plan);
+  if (Outcome o = make_plan(cols, kChunkElems, kernel_family(kChunkElems, kArrays, kFull, kWideFirst), *env.limits,
+                            &plan);
       !o.good())
     return o;
   switch (plan.strategy) {
     case Strategy::Segment: return for_segment_shape<KMAX, kFull>(plan, l);
     case Strategy::Block:
     case Strategy::Cluster:
-      if constexpr (KWIDE != KMAX) {
-        if (plan.k == KWIDE) return l.template block<KWIDE>(plan);
+      if (plan.k == KWIDE) return l.template block<KWIDE>(plan);
+      if constexpr (!kWideFirst && KWIDE != KMAX) {
+        if (plan.k == KMAX) return l.template block<KMAX>(plan);
       }
-      return l.template block<KMAX>(plan);
+      return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
+                           "no block kernel holds " + std::to_string(plan.k) + " chunks per thread");
     case Strategy::Split: break;
   }
   return l.split();

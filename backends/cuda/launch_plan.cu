@@ -88,7 +88,7 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
 
 }  // namespace
 
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full) {
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
@@ -97,8 +97,8 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full) {
     f.segment_r[f.segments] = kmax / k;
     ++f.segments;
   }
-  f.block_k = kmax;
   f.wide_k = wide_chunks(chunk_elems, arrays);
+  f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   return f;
 }

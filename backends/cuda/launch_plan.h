@@ -41,7 +41,8 @@ constexpr int kThreadChunks = 4;
 // Chunks per thread per array.
 constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks / arrays; }
 
-// Chunks per thread of the block and cluster kernels for rows past one block of max_chunks: f32
+// Chunks per thread of the block and cluster kernels for rows past one block of max_chunks (of
+// every block and cluster kernel in wide_first families, see kernel_family): f32
 // rows hold twice as many (32 values per thread over the arrays held, as 16-bit layouts do at
 // max_chunks), so a forward row of 16K-32K columns (a backward row of 8K-16K) takes one block
 // instead of a cluster of two, longer rows half the cluster, and the per-row reduction and
@@ -56,7 +57,7 @@ constexpr int wide_chunks(int chunk_elems, int arrays) {
 // segment shapes (K chunks per thread per array, R rows per segment at a time, K * R =
 // max_chunks) in increasing K, all of them (full) or the smallest and largest (reduced), a
 // block kernel of max_chunks and one of wide_chunks for longer rows and clusters (the same
-// kernel where they are equal).
+// kernel where they are equal, and only the wide one in wide_first families).
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
@@ -70,7 +71,14 @@ struct KernelFamily {
   int segment_width;
 };
 
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full);
+// wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).
+// Families whose threads pay a cost per row beyond the loads (dropout's Philox key schedule and
+// counters; the backward's second array and its two reductions) pay it over twice the elements
+// per thread. On the H200, f32 layouts (and 16-bit arrays in 8-byte chunks) at 512-8K columns,
+// against max_chunks per thread: dropout +7-22%, bf16 x with f32 y dropout +8-23%, backward +1-18%
+// (+26% one element off alignment), dropout backward +12-37% (backends/cuda/TUNING.md). Plain
+// softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
