@@ -11,7 +11,8 @@ are read once per process, so run it once per setting.
 A case is op:dtype:ROWSxCOLS[+OFFSET], op one of rows, log, dropout, dropout3 (offset 3), bwd,
 dbwd (dropout backward), mixed (bf16 x -> f32 y; also timed: the conversion copy of x into y, the
 same bytes read and written), narrow (f32 x -> y of the case's 16-bit dtype, with its conversion
-copy), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
+copy), mdropout (dropout of the case's 16-bit x into f32 y), mbwd (backward of y and dy of the
+case's 16-bit dtype into f32 dx), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
 counts every array read and written once.
 """
 import argparse
@@ -140,6 +141,32 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         err = ((y2.double() - ref).abs() / ref.abs().clamp_min(1e-30))[kept].max().item()
         moved = 2 * n * es
         eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1), p)
+    elif op == "mdropout":  # 16-bit x, f32 y
+        yf = buffers(n, torch.float32, offset, 1)[0]
+        o = opts(FLAG_Y_DTYPE, 0)
+        call = lambda: lib.softmax_dropout(x.data_ptr(), yf.data_ptr(), None, rows, cols, CODE[dt], p, seed, 8,
+                                           ctypes.byref(o))
+        check(lib, call())
+        ref = torch.softmax(x2.double(), -1) / (1 - p)
+        y2f = yf.view(rows, cols)
+        kept = y2f != 0
+        err = ((y2f.double() - ref).abs() / ref.abs().clamp_min(1e-30))[kept].max().item()
+        moved = n * es + n * 4
+        eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1, dtype=torch.float32), p)
+    elif op == "mbwd":  # f32 x and dx, y and dy of the 16-bit type
+        s, dy = buffers(n, dt, offset, 2)
+        dxf = buffers(n, torch.float32, offset, 1)[0]
+        s.copy_(torch.softmax(x2.float(), -1).to(dt).view(-1))
+        dy.copy_(torch.randn(n, device="cuda").to(dt))
+        o = opts(FLAG_Y_DTYPE, CODE[dt])
+        call = lambda: lib.softmax_rows_backward(s.data_ptr(), dy.data_ptr(), dxf.data_ptr(), rows, cols, 0,
+                                                 ctypes.byref(o))
+        check(lib, call())
+        sd, dyd = s.view(rows, cols).double(), dy.view(rows, cols).double()
+        ref = sd * (dyd - (sd * dyd).sum(-1, keepdim=True))
+        err = ((dxf.view(rows, cols).double() - ref).abs().max() / ref.abs().max()).item()
+        moved = 2 * n * es + n * 4
+        eager = None  # torch's backward takes a 16-bit y and dy only into a 16-bit dx
     elif op == "bwd":
         s, dy, dx = buffers(n, dt, offset, 3)
         s.copy_(torch.softmax(x2.float(), -1).to(dt).view(-1))
