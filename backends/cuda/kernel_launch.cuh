@@ -199,34 +199,36 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
 }
 
 // Runs l.template segment<K, R>(plan) for the instantiated segment shape with K == plan.k
-// (K * R = KMAX; a reduced family has only the smallest and largest K).
-template <int KMAX, bool kFull, class L, int K = 1>
+// (R = segment_rows(K, KR); a reduced family has only the smallest and largest K).
+template <int KMAX, int KR, bool kFull, class L, int K = 1>
 Outcome for_segment_shape(const Plan& plan, const L& l) {
   if constexpr (K > KMAX) {
     return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
                          "no segment kernel holds " + std::to_string(plan.k) + " chunks per thread");
   } else {
     if constexpr (kFull || K == 1 || K == KMAX) {
-      if (plan.k == K) return l.template segment<K, KMAX / K>(plan);
+      if (plan.k == K) return l.template segment<K, segment_rows(K, KR)>(plan);
     }
-    return for_segment_shape<KMAX, kFull, L, K * 2>(plan, l);
+    return for_segment_shape<KMAX, KR, kFull, L, K * 2>(plan, l);
   }
 }
 
 // Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
-// and cluster plans, K = max_chunks or wide_chunks; wide_chunks only with kWideFirst, see
-// kernel_family) and split().
-template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, class L>
+// and cluster plans, K = max_chunks or wide_chunks; wide_chunks only with kWideFirst) and
+// split(). kWideFirst and kSegmentChunks: see kernel_family.
+template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst,
+          int kSegmentChunks = max_chunks(kChunkElems, kArrays), class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
   constexpr int KWIDE = wide_chunks(kChunkElems, kArrays);
   Plan plan;
-  if (Outcome o = make_plan(cols, kChunkElems, kernel_family(kChunkElems, kArrays, kFull, kWideFirst), *env.limits,
+  if (Outcome o = make_plan(cols, kChunkElems,
+                            kernel_family(kChunkElems, kArrays, kFull, kWideFirst, kSegmentChunks), *env.limits,
                             &plan);
       !o.good())
     return o;
   switch (plan.strategy) {
-    case Strategy::Segment: return for_segment_shape<KMAX, kFull>(plan, l);
+    case Strategy::Segment: return for_segment_shape<KMAX, kSegmentChunks, kFull>(plan, l);
     case Strategy::Block:
     case Strategy::Cluster:
       if (plan.k == KWIDE) return l.template block<KWIDE>(plan);

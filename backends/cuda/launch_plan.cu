@@ -88,13 +88,13 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
 
 }  // namespace
 
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first) {
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
     if (!full && k != 1 && k != kmax) continue;
     f.segment_k[f.segments] = k;
-    f.segment_r[f.segments] = kmax / k;
+    f.segment_r[f.segments] = segment_rows(k, segment_chunks);
     ++f.segments;
   }
   f.wide_k = wide_chunks(chunk_elems, arrays);

@@ -53,9 +53,13 @@ constexpr int wide_chunks(int chunk_elems, int arrays) {
   return chunk_elems == 4 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
 }
 
+// Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
+// (K * R = row_chunks), or one row when K alone reaches that.
+constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_chunks / k : 1; }
+
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
-// segment shapes (K chunks per thread per array, R rows per segment at a time, K * R =
-// max_chunks) in increasing K, all of them (full) or the smallest and largest (reduced), a
+// segment shapes (K chunks per thread per array, R = segment_rows(K, segment_chunks) rows per
+// segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and largest (reduced), a
 // block kernel of max_chunks and one of wide_chunks for longer rows and clusters (the same
 // kernel where they are equal, and only the wide one in wide_first families).
 struct KernelFamily {
@@ -78,7 +82,9 @@ struct KernelFamily {
 // against max_chunks per thread: dropout +7-22%, bf16 x with f32 y dropout +8-23%, backward +1-18%
 // (+26% one element off alignment), dropout backward +12-37% (backends/cuda/TUNING.md). Plain
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first);
+// segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
+// dropout, forward_launch.cuh).
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
