@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA strategy table on the host (no GPU needed): for every kernel family the launchers
+// build and every row length, the default plan holds the row within the launch limits and asks
+// only for kernel shapes the family instantiates (kernel_launch.cuh refuses any other shape at
+// run time, which only a GPU run would show).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/launch_plan.h"
+
+namespace softmax_internal {
+namespace {
+
+struct FamilyCase {
+  const char* name;
+  int chunk_elems;
+  int arrays;
+  bool full;
+  bool wide_first;
+  int segment_chunks;
+};
+
+void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
+
+// The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
+const std::vector<FamilyCase>& families() {
+  static const std::vector<FamilyCase> f = {
+      {"f32 softmax", 4, 1, true, false, 4},
+      {"16-bit softmax", 8, 1, true, false, 4},
+      {"f64 softmax", 2, 1, false, false, 4},
+      {"f32 dropout", 4, 1, true, true, 4},
+      {"16-bit dropout", 8, 1, true, true, 2},
+      {"f32 backward", 4, 2, true, true, 2},
+      {"16-bit backward", 8, 2, true, true, 2},
+      {"mixed backward", 4, 2, false, true, 2},
+  };
+  return f;
+}
+
+DeviceLimits hopper() {
+  DeviceLimits d;
+  d.sm_count = 132;
+  d.max_threads_per_sm = 2048;
+  d.cluster_launch = true;
+  return d;
+}
+
+// Every length up to 70000 columns, then every 997th up to 2^21 and a few past it.
+std::vector<int64_t> lengths() {
+  std::vector<int64_t> c;
+  for (int64_t n = 1; n <= 70000; ++n) c.push_back(n);
+  for (int64_t n = 70001; n <= (int64_t{1} << 21); n += 997) c.push_back(n);
+  for (int64_t n : {int64_t{1} << 22, (int64_t{1} << 28) + 3}) c.push_back(n);
+  return c;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class DefaultPlan : public ::testing::TestWithParam<FamilyCase> {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"SOFTMAX_CUDA_STRATEGY", "SOFTMAX_CUDA_MAX_THREADS", "SOFTMAX_CUDA_MAX_CLUSTER"}) {
+      if (const char* s = std::getenv(v); s && *s) GTEST_SKIP() << v << " is set: these tests check the default plan";
+    }
+  }
+};
+
+TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const int kmax = max_chunks(fc.chunk_elems, fc.arrays);
+  const int kwide = wide_chunks(fc.chunk_elems, fc.arrays);
+  ASSERT_EQ(f.block_k, fc.wide_first ? kwide : kmax);
+  ASSERT_EQ(f.wide_k, kwide);
+  const DeviceLimits dev = hopper();
+  int64_t failures = 0;
+  for (int64_t cols : lengths()) {
+    Plan p;
+    const Outcome o = make_plan(cols, fc.chunk_elems, f, dev, &p);
+    ASSERT_TRUE(o.good()) << o.message;
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    std::string bad;
+    switch (p.strategy) {
+      case Strategy::Segment: {
+        bool instantiated = false;
+        for (int i = 0; i < f.segments; ++i) instantiated |= f.segment_k[i] == p.k && f.segment_r[i] == p.r;
+        if (!instantiated) bad = "segment shape not instantiated";
+        if (p.r != segment_rows(p.k, fc.segment_chunks)) bad = "rows per lane not the family's";
+        if (p.width < 1 || p.width > 32 || (p.width & (p.width - 1)) != 0) bad = "segment width";
+        if (int64_t{p.width} * p.k < chunks) bad = "segment does not hold the row";
+        if (p.width > 1 && int64_t{p.width / 2} * p.k >= chunks) bad = "segment wider than needed";
+        break;
+      }
+      case Strategy::Block:
+      case Strategy::Cluster: {
+        if (p.k != f.block_k && p.k != f.wide_k) bad = "no block kernel of that many chunks";
+        if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
+        if (p.threads < 32 || p.threads > 1024 || p.threads % 32 != 0) bad = "block threads";
+        if (p.cluster < 1 || p.cluster > 8 || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
+        if (p.strategy == Strategy::Block && p.cluster != 1) bad = "block with a cluster";
+        if (int64_t{p.threads} * p.k * p.cluster < chunks) bad = "blocks do not hold the row";
+        if (int64_t{p.threads - 32} * p.k * p.cluster >= chunks) bad = "more warps than the row needs";
+        break;
+      }
+      case Strategy::Split:
+        if (chunks <= int64_t{8} * 1024 * kwide) bad = "split a row that a cluster holds";
+        break;
+    }
+    if (!bad.empty() && ++failures <= 10) {
+      ADD_FAILURE() << fc.name << ", " << cols << " columns: " << bad << " (strategy " << strategy_name(p.strategy)
+                    << ", k " << p.k << ", r " << p.r << ", width " << p.width << ", threads " << p.threads
+                    << ", cluster " << p.cluster << ")";
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// Sixteen-bit dropout segments hold two chunks of rows per lane (one row of four chunks
+// excepted); every other family's segments hold max_chunks.
+TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const int kmax = max_chunks(fc.chunk_elems, fc.arrays);
+  ASSERT_GE(f.segments, 2);
+  EXPECT_EQ(f.segment_k[0], 1);
+  EXPECT_EQ(f.segment_k[f.segments - 1], kmax);
+  for (int i = 0; i < f.segments; ++i) {
+    const int k = f.segment_k[i], r = f.segment_r[i];
+    EXPECT_EQ(k < fc.segment_chunks ? k * r : r, k < fc.segment_chunks ? fc.segment_chunks : 1)
+        << fc.name << ": K " << k << " R " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
+                         [](const ::testing::TestParamInfo<FamilyCase>& i) {
+                           std::string n = i.param.name;
+                           for (char& c : n) c = (c == ' ' || c == '-') ? '_' : c;
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace softmax_internal
