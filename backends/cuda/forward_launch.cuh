@@ -60,10 +60,11 @@ struct Launches {
 
 // Chunks of rows a forward segment lane holds at a time. 16-bit dropout segments (packed rows
 // and a keep word per chunk) hold two: holding four, the shapes for 8-24 columns spilled 24-480
-// bytes at three blocks per SM and ran 9-20% slower on the H200 (at two blocks per SM, slower
+// bytes at three blocks per SM and ran 10-20% slower on the H200 (at two blocks per SM, slower
 // still). One row of four chunks stays a segment shape (32-128 columns).
 template <class T, Forward kOp>
-constexpr int kForwardSegmentChunks = kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : max_chunks(kChunkElems<T>, 1);
+constexpr int kForwardSegmentChunks =
+    kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : max_chunks(kChunkElems<T>, 1);
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {

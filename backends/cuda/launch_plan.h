@@ -59,9 +59,10 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
 // segment shapes (K chunks per thread per array, R = segment_rows(K, segment_chunks) rows per
-// segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and largest (reduced), a
-// block kernel of max_chunks and one of wide_chunks for longer rows and clusters (the same
-// kernel where they are equal, and only the wide one in wide_first families).
+// segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
+// largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
+// clusters (the same kernel where they are equal, and only the wide one in wide_first
+// families).
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
