@@ -124,41 +124,69 @@ SOFTMAX_GRAD_INLINE float exp_of(float x, ExpClamp<float> c) { return exp_f32(x,
 SOFTMAX_GRAD_INLINE double exp_of(double x, ExpClamp<double> c) { return exp_f64(x, c); }
 
 #if SOFTMAX_CPU_X86_LEVELS
-// The fp32 log-softmax gradient dx = dy - exp(y) * dot on AVX-512: the arithmetic of GCC's
-// x86-64-v4 clone of `finish` below, operation for operation and fused where it fuses, except
-// that exp_f32's scaling of p by 2^n, two products (the first exact) that round once, is one
-// vscalefps, which rounds p * 2^n once too: the same bits, 20 instructions per 16 elements
-// instead of 27 (the loop is bound by them, not by memory). The clamp keeps a NaN as the scalar
-// code does (vmaxps and vminps return their second operand when either is NaN).
-__attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float* y, const float* dy, float* dx,
-                                                                    size_t n, float dot) {
-  using C = ExpF32;
-  const ExpClamp<float> c = exp_clamp_f32();
-  const __m512 lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi), d = _mm512_set1_ps(dot);
-  const __m512 magic = _mm512_set1_ps(C::kMagic), log2e = _mm512_set1_ps(C::kLog2e);
-  const __m512 ln2_hi = _mm512_set1_ps(C::kLn2Hi), ln2_lo = _mm512_set1_ps(C::kLn2Lo);
-  const __m512 one = _mm512_set1_ps(1.0f);
-  for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
-    __m512 x = _mm512_maskz_loadu_ps(m, y + i);
-    x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
-    const __m512 t = _mm512_fmadd_ps(x, log2e, magic);
-    const __m512 k = _mm512_sub_ps(t, magic);
-    __m512 r = _mm512_fnmadd_ps(k, ln2_hi, x);
-    r = _mm512_fnmadd_ps(k, ln2_lo, r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(C::kP5), r, _mm512_set1_ps(C::kP4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP2));
-    p = _mm512_fmadd_ps(p, r, one);
-    p = _mm512_fmadd_ps(p, r, one);
-    const __m512 e = _mm512_scalef_ps(p, k);
-    _mm512_mask_storeu_ps(dx + i, m, _mm512_fnmadd_ps(e, d, _mm512_maskz_loadu_ps(m, dy + i)));
-  }
-}
-
 bool have_x86_64_v4() {
   static const bool yes = __builtin_cpu_supports("x86-64-v4");
   return yes;
+}
+
+// Sixteen results of `finish` on AVX-512 (masked lanes read nothing): y * (dy - dot), or the
+// log-softmax gradient dy - exp(y) * dot with the arithmetic of GCC's x86-64-v4 clone of
+// `finish`, operation for operation and fused where it fuses, except that exp_f32's scaling of p
+// by 2^n, two products (the first exact) that round once, is one vscalefps, which rounds p * 2^n
+// once too: the same bits, 20 instructions per 16 elements instead of 27 (the log loop is bound
+// by them, not by memory). The clamp keeps a NaN as the scalar code does (vmaxps and vminps
+// return their second operand when either is NaN).
+template <bool kLog>
+__attribute__((target("arch=x86-64-v4"), always_inline)) inline __m512 finish16_avx512(const float* y,
+                                                                                   const float* dy, __mmask16 m,
+                                                                                   __m512 d) {
+  using C = ExpF32;
+  const __m512 g = _mm512_maskz_loadu_ps(m, dy);
+  __m512 x = _mm512_maskz_loadu_ps(m, y);
+  if constexpr (!kLog) return _mm512_mul_ps(x, _mm512_sub_ps(g, d));
+  const ExpClamp<float> c = exp_clamp_f32();
+  x = _mm512_min_ps(_mm512_set1_ps(c.hi), _mm512_max_ps(_mm512_set1_ps(c.lo), x));
+  const __m512 magic = _mm512_set1_ps(C::kMagic), one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(C::kLog2e), magic);
+  const __m512 k = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(C::kLn2Hi), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(C::kLn2Lo), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(C::kP5), r, _mm512_set1_ps(C::kP4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::kP2));
+  p = _mm512_fmadd_ps(p, r, one);
+  p = _mm512_fmadd_ps(p, r, one);
+  return _mm512_fnmadd_ps(_mm512_scalef_ps(p, k), d, g);
+}
+
+// The log-softmax gradient of `finish` on AVX-512, ordinary stores.
+__attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float* y, const float* dy, float* dx,
+                                                                    size_t n, float dot) {
+  const __m512 d = _mm512_set1_ps(dot);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(dx + i, m, finish16_avx512<true>(y + i, dy + i, m, d));
+  }
+}
+
+// `finish` for one row or chunk, written to the caller's memory with 64-byte non-temporal
+// stores from dx's first 64-byte boundary on (masked ordinary stores before it and for a partial
+// last vector): no pass through a buffer.
+template <bool kLog>
+__attribute__((target("arch=x86-64-v4"))) void finish_f32_streamed_avx512(const float* y, const float* dy,
+                                                                         float* dx, size_t n, float dot) {
+  const __m512 d = _mm512_set1_ps(dot);
+  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dx) % 64) % 64 / sizeof(float));
+  if (head > 0) {
+    const __mmask16 m = __mmask16((1u << head) - 1u);
+    _mm512_mask_storeu_ps(dx, m, finish16_avx512<kLog>(y, dy, m, d));
+  }
+  size_t i = head;
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(dx + i, m, finish16_avx512<kLog>(y + i, dy + i, m, d));
+  }
 }
 #endif
 
@@ -344,6 +372,28 @@ double grad_dot_f64(const double* y, const double* dy, int64_t n, bool log) {
 SOFTMAX_CPU_CLONES
 void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log) {
   finish(y, dy, dx, size_t(n), dot, log);
+}
+
+bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                       const float* row_dot, bool log) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
+  const size_t n = size_t(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t o = size_t(r) * n;
+    const float dot = row_dot != nullptr ? row_dot[r] : grad_dot_f32(y + o, dy + o, cols, log);
+    if (log) {
+      finish_f32_streamed_avx512<true>(y + o, dy + o, dx + o, n, dot);
+    } else {
+      finish_f32_streamed_avx512<false>(y + o, dy + o, dx + o, n, dot);
+    }
+  }
+  _mm_sfence();
+  return true;
+#else
+  (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log;
+  return false;
+#endif
 }
 
 SOFTMAX_CPU_CLONES

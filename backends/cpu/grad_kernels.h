@@ -57,6 +57,13 @@ void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int
 void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
                    const double* row_dot, bool log);
 
+// grad_rows_f32 (rows of cols <= kChunkElems; or, with rows == 1 and row_dot given, one chunk of
+// a longer row) written to the caller's dx with non-temporal stores, then a store fence. Returns
+// false, writing nothing, where the CPU lacks AVX-512 or dx is not 4-byte aligned: the caller
+// then computes into a buffer and streams it out (stream_store_f32). dx may not be dy.
+bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                       const float* row_dot, bool log);
+
 // The reductions alone of `rows` consecutive rows of cols <= kChunkElems: out[r] = grad_dot.
 void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t cols, bool log, float* out);
 
