@@ -86,10 +86,10 @@ void write_back(const T* results, const OutArray& a, size_t first, int64_t n) {
 
 // Streamed f32 results of rows of kStreamedRowCols columns and more (or chunks of long rows)
 // go straight into the caller's dx (grad_streamed_f32) where the CPU can: true when done.
-// Shorter rows, one call per row, ran slower so than through the buffer and one copy per tile
-// (2-core AVX-512 Xeon, softmax backward: 32 columns -20%, 128 -19%, 256 equal; 512 columns
-// and more +3-13%, log-softmax backward +17-25%). Elements [first, first + rows * cols) of `a`;
-// T is the work type.
+// Shorter rows, finished one call per row that way, ran slower than through the buffer and one
+// copy per tile (2-core AVX-512 Xeon, softmax backward: 32 columns -20%, 128 -19%, 256 equal;
+// 512 columns and more +3-23%, log-softmax backward +17-31%). Elements [first, first + rows *
+// cols) of `a`; T is the work type.
 constexpr int64_t kStreamedRowCols = 256;
 
 template <class T>
