@@ -93,7 +93,7 @@ void write_back(const T* results, const OutArray& a, size_t first, int64_t n) {
 constexpr int64_t kStreamedRowCols = 256;
 
 template <class T>
-bool streamed_in_place(const OutArray& a, const T* y, const T* dy, size_t first, int64_t rows, int64_t cols,
+bool finish_streamed_to_dx(const OutArray& a, const T* y, const T* dy, size_t first, int64_t rows, int64_t cols,
                        const T* row_dot, bool log) {
   if constexpr (std::is_same<T, float>::value) {
     if (a.stream && a.type == SOFTMAX_DTYPE_F32 && cols >= kStreamedRowCols)
