@@ -120,6 +120,36 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
   EXPECT_EQ(failures, 0);
 }
 
+// Warps an SM keeps of a 64-register block of `threads` threads (65536 registers).
+int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
+
+// Where both block kernels hold a row, the plan takes the one that keeps more warps resident
+// (the narrow one on a tie): rows just past a multiple of a warp's chunks (4097 f32 columns:
+// 1025 chunks) would otherwise run a nearly empty last warp in fewer blocks per SM.
+TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const DeviceLimits dev = hopper();
+  int64_t failures = 0, wide_chosen = 0;
+  for (int64_t cols : lengths()) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, dev, &p).good());
+    if (p.strategy != Strategy::Block) continue;
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
+    const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
+    int want = f.block_k;
+    if (narrow_threads > 1024 || warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads))) want = f.wide_k;
+    wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
+    if (p.k != want && ++failures <= 10) {
+      ADD_FAILURE() << fc.name << ", " << cols << " columns: block of " << p.k << " chunks per thread, expected "
+                    << want;
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  if (f.wide_k != f.block_k) EXPECT_GT(wide_chosen, 0) << fc.name << ": the wide block kernel never planned";
+}
+
 // Sixteen-bit dropout segments hold two chunks of rows per lane (one row of four chunks
 // excepted); every other family's segments hold max_chunks.
 TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
