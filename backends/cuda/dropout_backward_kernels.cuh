@@ -18,6 +18,9 @@
 namespace softmax_internal {
 namespace cuda_kernels {
 
+// The dropout backward moves its rows like the dropout forward (kRowsInPieces).
+constexpr bool kDropoutRowsInPieces = kRowsInPieces<Forward::Dropout>;
+
 struct DropoutBackwardArgs {
   softmax_dtype x_dtype;  // x and dx
   const void* x;
@@ -40,7 +43,8 @@ __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t fi
     load_resized<A, K, V>(static_cast<const char*>(a.dy) + first * dtype_bytes(a.dy_dtype), limit, live, a.dy_dtype,
                           p, A(0), dy);
   } else {
-    load_values<T, A, K, V, false>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0), dy);
+    load_values<T, A, K, V, false, kDropoutRowsInPieces>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0),
+                                                          dy);
   }
 }
 
@@ -48,10 +52,10 @@ __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t fi
 // row lies, not on its values: taken before the loads, only the bits stay live past the Philox
 // rounds.
 template <int K, int V>
-__device__ __forceinline__ void backward_keep_bits(const DropoutBackwardArgs& a, uint64_t flat0, const Place& p,
-                                                   bool live, uint32_t (&bits)[K]) {
+__device__ __forceinline__ void backward_keep_bits(const DropoutBackwardArgs& a, uint64_t flat0, int cols,
+                                                   const Place& p, bool live, uint32_t (&bits)[K]) {
   if (a.drop) {
-    keep_bits<K, V>(a.keys, flat0, p, live, bits);
+    keep_bits<K, V>(a.keys, flat0, cols, p, live, bits);
   } else {
 #pragma unroll
     for (int k = 0; k < K; ++k) bits[k] = ~0u;
@@ -125,8 +129,9 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
-      backward_keep_bits<K, V>(a, uint64_t(first), walk.place, live, bits);
-      load_values<T, A, K, V>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY), v[r]);
+      backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
+      load_values<T, A, K, V, true, kDropoutRowsInPieces>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place,
+                                                           A(-INFINITY), v[r]);
       load_dy<T, A, K, V>(a, first, cols, live, walk.place, g[r]);
       apply_keep<K, V>(a, bits, g[r]);
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
@@ -143,7 +148,8 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const A M = part[r].m, S = part[r].s[0], D = part[r].s[1] / S;
       const A factor = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M)) / S;
       dropout_backward_finish<A, K, V>(v[r], g[r], factor, D);
-      store_row<T, T, A, K, V>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place, g[r]);
+      store_row<T, T, A, K, V, kDropoutRowsInPieces>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype,
+                                                     walk.place, g[r]);
     }
   }
   if constexpr (kBlock) {
@@ -174,8 +180,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
   auto load_tile = [&](int64_t col0, int limit, A (&v)[K][V], A (&g)[K][V]) {
     const int64_t first = row * cols + col0;
     uint32_t bits[K];
-    backward_keep_bits<K, V>(a, uint64_t(first), p, true, bits);
-    load_values<T, A, K, V>(a.x, a.x_end, first, limit, true, a.x_dtype, p, A(-INFINITY), v);
+    backward_keep_bits<K, V>(a, uint64_t(first), limit, p, true, bits);
+    load_values<T, A, K, V, true, kDropoutRowsInPieces>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
+                                                         A(-INFINITY), v);
     load_dy<T, A, K, V>(a, first, limit, true, p, g);
     apply_keep<K, V>(a, bits, g);
   };
@@ -217,7 +224,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
       for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
     }
     dropout_backward_finish<A, K, V>(v, g, factor, D);
-    store_row<T, T, A, K, V>(a.dx, row * cols + col0, limit, true, a.x_dtype, p, g);
+    store_row<T, T, A, K, V, kDropoutRowsInPieces>(a.dx, row * cols + col0, limit, true, a.x_dtype, p, g);
   }
 }
 

@@ -93,12 +93,14 @@ __device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
 }
 
 // Keep bits of each of a thread's K chunks of V elements (V a multiple of 4), chunk k starting
-// at flat element row_flat + chunk(k) * V. Each group of four is evaluated once: a chunk
-// evaluates the V/4 groups that start inside it and takes the bits of the group it starts in
-// the middle of (when row_flat is not a multiple of 4) from the previous chunk's owner.
+// at flat element row_flat + chunk(k) * V; chunks from column `cols` on are not evaluated (their
+// bits are zero: a row's last warp may hold a single chunk of it). Each group of four is
+// evaluated once: a chunk evaluates the V/4 groups that start inside it and takes the bits of
+// the group it starts in the middle of (when row_flat is not a multiple of 4) from the previous
+// chunk's owner.
 // Every lane of the warp calls this together.
 template <int K, int V>
-__device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t row_flat, const Place& p,
+__device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t row_flat, int cols, const Place& p,
                                                 bool live, uint32_t (&bits)[K]) {
   static_assert(V % 4 == 0 && K * V <= 32, "groups of four, packed in one word");
   const unsigned a = unsigned(row_flat & 3u);
@@ -108,6 +110,7 @@ __device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t r
   if (live) {
 #pragma unroll 1
     for (int k = 0; k < K; ++k) {
+      if (p.chunk(k) * V >= cols) break;  // chunks grow with k
       const uint64_t g1 = ((row_flat + uint64_t(p.chunk(k)) * V) >> 2) + (a != 0 ? 1u : 0u);
       uint32_t own = 0;
 #pragma unroll
@@ -120,7 +123,9 @@ __device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t r
   if (!__any_sync(kFullMask, a != 0)) return;
   const int src = (p.lane - 1) & (p.width - 1);
   uint32_t first_prev = 0;  // the segment's first chunk takes its group from before the segment
-  if (a != 0 && live && p.lane == 0) first_prev = keep4(d, (row_flat + uint64_t(p.chunk(0)) * V) >> 2);
+  if (a != 0 && live && p.lane == 0 && p.chunk(0) * V < cols) {
+    first_prev = keep4(d, (row_flat + uint64_t(p.chunk(0)) * V) >> 2);
+  }
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     // The group this chunk starts in the middle of is the previous chunk's last one: lane l - 1

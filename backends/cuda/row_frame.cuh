@@ -115,17 +115,22 @@ __device__ __forceinline__ Words pack_as(const A (&v)[V]) {
   return c;
 }
 
-// Writes a thread's chunks of values to a row stored as Y, through the realigning store: a chunk
-// of V values makes 16 bytes of Y (Y of the layout's element size, or f32 from a Narrow 16-bit
-// layout) or 8 (an f32 row stored as 16-bit). Every lane of the warp calls this together.
-template <class T, class Y, class A, int K, int V>
+// Writes a thread's chunks of values to a row stored as Y, through the realigning store (or, with
+// kPieces, in pieces: store_chunks_in_pieces): a chunk of V values makes 16 bytes of Y (Y of the
+// layout's element size, or f32 from a Narrow 16-bit layout) or 8 (an f32 row stored as 16-bit).
+// Every lane of the warp calls this together.
+template <class T, class Y, class A, int K, int V, bool kPieces>
 __device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
   constexpr int kUnit = V * Elem<Y>::kBytes;
   static_assert(kUnit == 16 || kUnit == 8, "a chunk's output is one 16- or 8-byte unit");
   Words c[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
-  store_chunks<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
+  if constexpr (kPieces) {
+    store_chunks_in_pieces<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
+  } else {
+    store_chunks<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
+  }
 }
 
 // One element of storage type t at p, as A.
@@ -187,9 +192,10 @@ struct Other16<__nv_bfloat16> {
 };
 
 // A row of an input stored as T (kExact), or as t, which may then also be the other 16-bit type
-// of a 16-bit T; the generic kernels read any t element by element. Every lane of the warp
-// calls this together.
-template <class T, class A, int K, int V, bool kExact = true>
+// of a 16-bit T; the generic kernels read any t element by element. kPieces: each thread reads
+// its chunks itself (load_chunks_in_pieces) instead of through the realigning loads. Every lane
+// of the warp calls this together.
+template <class T, class A, int K, int V, bool kExact = true, bool kPieces = false>
 __device__ __forceinline__ void load_values(const void* base, const char* end, int64_t first, int cols, bool live,
                                             softmax_dtype t, const Place& p, A pad, A (&v)[K][V]) {
   if constexpr (kGeneric<T>) {
@@ -199,7 +205,11 @@ __device__ __forceinline__ void load_values(const void* base, const char* end, i
     Words c[K];
     const RowBytes rb{static_cast<const char*>(base) + first * kBytes, cols * kBytes,
                       static_cast<const char*>(base), end};
-    load_chunks<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
+    if constexpr (kPieces) {
+      load_chunks_in_pieces<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
+    } else {
+      load_chunks<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
+    }
     if constexpr (kBytes == 2 && !kExact) {
       if (t != Elem<T>::kDtype) {
         to_values<typename Other16<T>::type, A, K, V>(c, p, cols, pad, v);
@@ -225,15 +235,16 @@ __device__ __forceinline__ void issue_row(const void* base, const char* end, int
 // the values (which the softmax may overwrite with its exps), or, packed (16-bit layouts only),
 // the loaded words, widened where an element is used. Packed, 16-bit columns take half the
 // registers, at the price of widening each element at every use and, for the softmax, taking
-// the exps again on the way out. Columns >= cols read as `pad` either way.
-template <class T, class A, int K, int V, bool kPacked = (Elem<T>::kBytes == 2)>
+// the exps again on the way out. Columns >= cols read as `pad` either way. kPieces as for
+// load_values.
+template <class T, class A, int K, int V, bool kPacked = (Elem<T>::kBytes == 2), bool kPieces = false>
 struct HeldRow {
   static_assert(!kPacked || Elem<T>::kBytes == 2, "only 16-bit layouts are held packed");
   static constexpr bool kHoldsValues = true;
   A v[K][V];
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype t, const Place& p, A pad) {
-    load_values<T, A, K, V>(base, end, first, cols, live, t, p, pad, v);
+    load_values<T, A, K, V, true, kPieces>(base, end, first, cols, live, t, p, pad, v);
   }
   // The row whose loads issue_row issued (same cols and place).
   __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
@@ -245,14 +256,18 @@ struct HeldRow {
   __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }
 };
 
-template <class T, class A, int K, int V>
-struct HeldRow<T, A, K, V, true> {
+template <class T, class A, int K, int V, bool kPieces>
+struct HeldRow<T, A, K, V, true, kPieces> {
   static constexpr bool kHoldsValues = false;
   Words c[K];
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype, const Place& p, A pad) {
     const RowBytes rb{static_cast<const char*>(base) + first * 2, cols * 2, static_cast<const char*>(base), end};
-    load_chunks<K, 2, kChunkBytes<T>>(rb, live, p, c);
+    if constexpr (kPieces) {
+      load_chunks_in_pieces<K, 2, kChunkBytes<T>>(rb, live, p, c);
+    } else {
+      load_chunks<K, 2, kChunkBytes<T>>(rb, live, p, c);
+    }
     if (!warp_holds_padding<K, V>(p, cols)) return;
     const uint32_t pad_bits = uint32_t(element_bits(pad, Elem<T>::kDtype));
 #pragma unroll
@@ -269,15 +284,16 @@ struct HeldRow<T, A, K, V, true> {
   __device__ __forceinline__ void set(int, int, A) {}
 };
 
-// Stores a row of an output of type Y (layout T), or of run-time type t (generic kernels).
-template <class T, class Y, class A, int K, int V>
+// Stores a row of an output of type Y (layout T), or of run-time type t (generic kernels); kPieces
+// as for store_values.
+template <class T, class Y, class A, int K, int V, bool kPieces = false>
 __device__ __forceinline__ void store_row(void* base, int64_t first, int cols, bool live, softmax_dtype t,
                                           const Place& p, const A (&v)[K][V]) {
   char* row = static_cast<char*>(base) + first * dtype_bytes(t);
   if constexpr (kGeneric<T>) {
     store_generic<A, K, V>(row, cols, live, t, p, v);
   } else {
-    store_values<T, Y, A, K, V>(row, cols, live, p, v);
+    store_values<T, Y, A, K, V, kPieces>(row, cols, live, p, v);
   }
 }
 
