@@ -18,8 +18,10 @@
 namespace softmax_internal {
 namespace cuda_kernels {
 
-// The dropout backward moves its rows like the dropout forward (kRowsInPieces).
-constexpr bool kDropoutRowsInPieces = kRowsInPieces<Forward::Dropout>;
+// The dropout backward moves its rows like the dropout forward into its dx type, x's
+// (kRowsInPieces): f32 dropout backward at 4097 columns 2.7 -> 3.2 TB/s, bf16 -5% in pieces.
+template <class T>
+constexpr bool kDropoutRowsInPieces = kRowsInPieces<Forward::Dropout, T>;
 
 struct DropoutBackwardArgs {
   softmax_dtype x_dtype;  // x and dx
@@ -43,7 +45,7 @@ __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t fi
     load_resized<A, K, V>(static_cast<const char*>(a.dy) + first * dtype_bytes(a.dy_dtype), limit, live, a.dy_dtype,
                           p, A(0), dy);
   } else {
-    load_values<T, A, K, V, false, kDropoutRowsInPieces>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0),
+    load_values<T, A, K, V, false, kDropoutRowsInPieces<T>>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0),
                                                           dy);
   }
 }
@@ -130,7 +132,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
       backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
-      load_values<T, A, K, V, true, kDropoutRowsInPieces>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place,
+      load_values<T, A, K, V, true, kDropoutRowsInPieces<T>>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place,
                                                            A(-INFINITY), v[r]);
       load_dy<T, A, K, V>(a, first, cols, live, walk.place, g[r]);
       apply_keep<K, V>(a, bits, g[r]);
@@ -148,7 +150,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const A M = part[r].m, S = part[r].s[0], D = part[r].s[1] / S;
       const A factor = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M)) / S;
       dropout_backward_finish<A, K, V>(v[r], g[r], factor, D);
-      store_row<T, T, A, K, V, kDropoutRowsInPieces>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype,
+      store_row<T, T, A, K, V, kDropoutRowsInPieces<T>>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype,
                                                      walk.place, g[r]);
     }
   }
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     const int64_t first = row * cols + col0;
     uint32_t bits[K];
     backward_keep_bits<K, V>(a, uint64_t(first), limit, p, true, bits);
-    load_values<T, A, K, V, true, kDropoutRowsInPieces>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
+    load_values<T, A, K, V, true, kDropoutRowsInPieces<T>>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
                                                          A(-INFINITY), v);
     load_dy<T, A, K, V>(a, first, limit, true, p, g);
     apply_keep<K, V>(a, bits, g);
@@ -224,7 +226,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
       for (int j = 0; j < V; ++j) v[k][j] = sh.exp(v[k][j]);
     }
     dropout_backward_finish<A, K, V>(v, g, factor, D);
-    store_row<T, T, A, K, V, kDropoutRowsInPieces>(a.dx, row * cols + col0, limit, true, a.x_dtype, p, g);
+    store_row<T, T, A, K, V, kDropoutRowsInPieces<T>>(a.dx, row * cols + col0, limit, true, a.x_dtype, p, g);
   }
 }
 

@@ -30,11 +30,14 @@ enum class Forward { Softmax, Dropout, Stats, FromStats };
 
 // Whether an operation's rows move between memory and registers in per-thread pieces
 // (load_chunks_in_pieces, store_chunks_in_pieces) rather than through the realigning vector
-// loads and stores: dropout, bound by its instruction count, gains on the H200 (f32 one element
-// off alignment 2.8 -> 3.7 TB/s, 4097 columns 2.2 -> 2.7, aligned 1K columns +6%), where softmax
-// rows, bound by memory, lose.
-template <Forward kOp>
-constexpr bool kRowsInPieces = kOp == Forward::Dropout;
+// loads and stores: dropout into f32 or f64 output (y of Y), bound by its instruction count.
+// On the H200 against the realigning path: f32 one element off alignment 2.8 -> 3.6 TB/s, 4097
+// columns 2.2 -> 2.65, aligned 1K +6%; bf16 x -> f32 y 4097 columns +15%, one element off +30%.
+// Softmax rows, bound by memory, lose (pieces from lanes 16 bytes apart write each sector
+// partly several times), and so do 16-bit outputs: bf16 dropout at 4097 columns -11%, 255
+// columns -7%, and f32 rows read in pieces but stored realigned lost 13% at 4097 columns.
+template <Forward kOp, class Y>
+constexpr bool kRowsInPieces = kOp == Forward::Dropout && Elem<Y>::kBytes >= 4;
 
 struct ForwardArgs {
   const void* x;
@@ -142,7 +145,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
       }
     }
   }
-  store_row<T, Y, A, K, V, kRowsInPieces<kOp>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
+  store_row<T, Y, A, K, V, kRowsInPieces<kOp, Y>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
 }
 
 // The thread's exps relative to its own maximum, folded into a (max, sum) partial; v becomes
@@ -215,7 +218,7 @@ template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, boo
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
-  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>, kRowsInPieces<kOp>>;
+  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>, kRowsInPieces<kOp, Y>>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
@@ -396,7 +399,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     for (int64_t t = begin; t < end; t += kSplitTile) {
       const int64_t col0 = t * V;
       const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
-      HeldRow<T, A, K, V, false, kRowsInPieces<kOp>> h;
+      HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>> h;
       h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
       Part tile;
       fold_exps<A, K, V>(h, false, tile);
@@ -441,7 +444,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     if constexpr (kOp == Forward::Dropout) {
       keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), limit, p, true, bits);
     }
-    HeldRow<T, A, K, V, false, kRowsInPieces<kOp>> h;
+    HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>> h;
     h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
     if (!a.log_softmax) {
 #pragma unroll
