@@ -36,13 +36,15 @@ if [ -n "${PREBUILT:-}" ]; then
   export LD_LIBRARY_PATH=$PREBUILT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   CUDA_TESTS=$PREBUILT/softmax_cuda_tests COMP_TESTS=$PREBUILT/softmax_comparison_tests
   REL_TESTS=$PREBUILT/softmax_reliability_tests API_TESTS=$PREBUILT/softmax_api_tests
+  SEM_TESTS=$PREBUILT/softmax_semantics_tests
   BENCH_BIN=$PREBUILT/softmax_bench LIB=$PREBUILT/libsoftmax.so.0
 else
   stamp "configure + build"
   if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
            -DSOFTMAX_BUILD_BINDINGS_TESTS=OFF &&
          timeout "$(cap 240)" cmake --build "$BUILD" -j16 --target softmax softmax_api_tests \
-           softmax_cuda_tests softmax_comparison_tests softmax_reliability_tests softmax_bench; } \
+           softmax_cuda_tests softmax_comparison_tests softmax_reliability_tests softmax_semantics_tests \
+           softmax_bench; } \
          > "$OUT/build.log" 2>&1; then
     grep -E "error|Error" -A3 "$OUT/build.log" | head -60
     echo "device_check.sh: BUILD FAILED"
@@ -51,6 +53,7 @@ else
   T=$BUILD/tests
   CUDA_TESTS=$T/cuda/softmax_cuda_tests COMP_TESTS=$T/comparisons/softmax_comparison_tests
   REL_TESTS=$T/reliability/softmax_reliability_tests API_TESTS=$T/api/softmax_api_tests
+  SEM_TESTS=$T/semantics/softmax_semantics_tests
   BENCH_BIN=$BUILD/bench/softmax_bench LIB=$BUILD/libsoftmax.so
 fi
 readelf -d "$LIB" | grep -E "NEEDED|SONAME" >> "$OUT/summary.txt"
@@ -85,6 +88,14 @@ wait
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
 lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
 lb timeout "$(cap 30)" "$API_TESTS" > "$L/api_tests.log" 2>&1
+# Every (x, y) storage pair, magnitude and alignment against float64, dropout included, on both
+# backends (tests/semantics).
+if [ -x "$SEM_TESTS" ]; then
+  lb timeout "$(cap 150)" "$SEM_TESTS" > "$L/semantics_tests.log" 2>&1
+  echo "rc=$?" >> "$L/semantics_tests.log"
+else
+  echo "not run: no $SEM_TESTS among the binaries" > "$L/semantics_tests.log"
+fi
 
 stamp "compute-sanitizer memcheck, racecheck, synccheck, initcheck (side by side)"
 san() {  # <tool> <filter>
@@ -101,10 +112,10 @@ san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllSha
 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters comparison_tests determinism_tests api_tests; do
+for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters comparison_tests determinism_tests api_tests semantics_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
-cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log > "$OUT/tests_full.log"
+cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"
 for t in memcheck racecheck synccheck initcheck; do
   echo "=== $t"; grep -E "SUMMARY|tests ran|PASSED|FAILED| rc=" "$L/sanitizer_$t.log"
   grep -E -m3 -B2 -A12 "Invalid|Error:|Race reported|Uninitialized" "$L/sanitizer_$t.log"

@@ -100,7 +100,10 @@ TEST(CudaDropout, MaskMatchesCpuBitForBit) {
       run_dropout_case({t, rows, cols, p, seed, offset, 0});
       ++i;
     }
+    // One element off alignment: f32 rows read in 4-byte pieces, 16-bit rows realigned.
     run_dropout_case({SOFTMAX_DTYPE_F32, rows, cols, 0.3f, seeds[i % 4], offsets[i % 8], 1});
+    run_dropout_case({i % 2 ? SOFTMAX_DTYPE_BF16 : SOFTMAX_DTYPE_F16, rows, cols, 0.3f, seeds[i % 4],
+                      offsets[(i + 5) % 8], 1});
     ++i;
   }
 }
