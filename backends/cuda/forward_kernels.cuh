@@ -35,7 +35,7 @@ enum class Forward { Softmax, Dropout, Stats, FromStats };
 // columns 2.2 -> 2.65, aligned 1K +6%; bf16 x -> f32 y 4097 columns +15%, one element off +30%.
 // Softmax rows, bound by memory, lose (pieces from lanes 16 bytes apart write each sector
 // partly several times), and so do 16-bit outputs: bf16 dropout at 4097 columns -11%, 255
-// columns -7%, and f32 rows read in pieces but stored realigned lost 13% at 4097 columns.
+// columns -7%. Loads in pieces with realigned stores lost too (f32 dropout 4097 columns -13%).
 template <Forward kOp, class Y>
 constexpr bool kRowsInPieces = kOp == Forward::Dropout && Elem<Y>::kBytes >= 4;
 

@@ -20,6 +20,10 @@
 // chunk; only a segment's first and last vectors and a row's ends are written element by element.
 // Vectors that stick out of the whole array (the first row's head, the last row's tail) are read
 // element by element, so nothing outside the caller's buffers is ever touched.
+//
+// Kernels bound by their instruction count (dropout into f32) may instead move each thread's
+// chunks itself in the widest aligned pieces the row allows (load_chunks_in_pieces,
+// store_chunks_in_pieces, at the end of this file): no shuffles, but partly written sectors.
 #pragma once
 
 #include <cuda_runtime.h>
