@@ -194,14 +194,18 @@ __device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const 
   realign_units<K, UB>(u, p, out);
 }
 
-// The aligned unit of UB bytes (16 or 8; for 8, the chunk's first two words) at p.
-template <int UB>
-__device__ __forceinline__ void store_unit(char* p, const Words& c) {
-  if constexpr (UB == 16) {
-    store16(p, c);
+// Stores bytes [o, o + S) of a chunk's words at q.
+template <int S>
+__device__ __forceinline__ void store_piece(char* q, int o, const Words& c) {
+  if constexpr (S == 16) {
+    store16(q, c);
+  } else if constexpr (S == 8) {
+    store8(q, c.w[o / 4], c.w[o / 4 + 1]);
+  } else if constexpr (S == 4) {
+    store4(q, c.w[o / 4]);
   } else {
-    static_assert(UB == 8, "units are 16 or 8 bytes");
-    store8(p, c.w[0], c.w[1]);
+    static_assert(S == 2, "pieces of 16, 8, 4 or 2 bytes");
+    store_element(q, (c.w[o / 4] >> (8 * (o & 3))) & 0xffffu, 2);
   }
 }
 
@@ -241,7 +245,7 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
     for (int k = 0; k < K; ++k) {
       const int L = p.chunk(k);
       if (UB * L + UB <= bytes) {
-        store_unit<UB>(row + UB * L, c[k]);
+        store_piece<UB>(row + UB * L, 0, c[k]);
       } else if (UB * L < bytes) {
         store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, kElems);
       }
@@ -260,7 +264,7 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
     if (!live || UB * L >= bytes) continue;
     if (sh == 0) {  // an aligned row in a warp that also holds misaligned ones
       if (UB * L + UB <= bytes) {
-        store_unit<UB>(row + UB * L, c[k]);
+        store_piece<UB>(row + UB * L, 0, c[k]);
       } else {
         store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, kElems);
       }
@@ -275,7 +279,7 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
     // Physical unit L + 1: whole when it lies inside the row and the next chunk is here.
     const int p1 = UB * (L + 1) - sh;  // its first byte, relative to the row
     if (has_next && p1 + UB <= bytes) {
-      store_unit<UB>(base + UB * (L + 1), window<UB>(c[k], next, UB - sh));
+      store_piece<UB>(base + UB * (L + 1), 0, window<UB>(c[k], next, UB - sh));
     } else {
       store_chunk_elements<ES, UB>(row, L, c[k], cols, head, kElems);
     }
@@ -364,21 +368,6 @@ __device__ __forceinline__ void load_chunks_in_pieces(const RowBytes& r, bool li
     }
   }
   load_in_pieces<UB, K, ES, UB>(r, live ? r.bytes : 0, p, s, out);
-}
-
-// Stores bytes [o, o + S) of a chunk's words at q.
-template <int S>
-__device__ __forceinline__ void store_piece(char* q, int o, const Words& c) {
-  if constexpr (S == 16) {
-    store16(q, c);
-  } else if constexpr (S == 8) {
-    store8(q, c.w[o / 4], c.w[o / 4 + 1]);
-  } else if constexpr (S == 4) {
-    store4(q, c.w[o / 4]);
-  } else {
-    static_assert(S == 2, "pieces of 16, 8, 4 or 2 bytes");
-    store_element(q, (c.w[o / 4] >> (8 * (o & 3))) & 0xffffu, 2);
-  }
 }
 
 // Writes the thread's K logical chunks in pieces of the widest of S, S/2, ..., ES bytes that
