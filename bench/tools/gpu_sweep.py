@@ -55,6 +55,11 @@ def opts(flags=0, y_dtype=0):
                    y_dtype)
 
 
+def error_floor(dt):
+    """Relative errors use this floor: the output type's smallest normal (f16: its subnormal step)."""
+    return {torch.float16: 2.0 ** -24, torch.float64: 2.0 ** -1022}.get(dt, 2.0 ** -126)
+
+
 def check(lib, status):
     if status != 0:
         raise RuntimeError("libsoftmax status %d: %s" % (status, lib.softmax_last_error().decode()))
@@ -100,9 +105,7 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         call = lambda: lib.softmax_rows(x.data_ptr(), y.data_ptr(), rows, cols, CODE[dt], ctypes.byref(o))
         check(lib, call())
         ref = (torch.log_softmax if op == "log" else torch.softmax)(x2.double(), -1)
-        # Relative error, with the output type's smallest normal (f16: subnormal step) as floor.
-        floor = {torch.float16: 2.0 ** -24, torch.float64: 2.0 ** -1022}.get(dt, 2.0 ** -126)
-        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(floor)).max().item() if op != "log" \
+        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(error_floor(dt))).max().item() if op != "log" \
             else (y2.double() - ref).abs().max().item()
         moved = 2 * n * es
         eager = (lambda: torch.log_softmax(x2, -1)) if op == "log" else (lambda: torch.softmax(x2, -1))
@@ -124,8 +127,7 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         call = lambda: lib.softmax_rows(xf.data_ptr(), y.data_ptr(), rows, cols, 0, ctypes.byref(o))
         check(lib, call())
         ref = torch.softmax(xf.view(rows, cols).double(), -1)
-        floor = 2.0 ** -24 if dt == torch.float16 else 2.0 ** -126
-        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(floor)).max().item()
+        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(error_floor(dt))).max().item()
         moved = n * 4 + n * es
         xf2 = xf.view(rows, cols)
         eager = lambda: torch.softmax(xf2, -1).to(dt)
@@ -138,9 +140,7 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         check(lib, call())
         ref = torch.softmax(x2.double(), -1) / (1 - p)
         kept = y2 != 0
-        # As for rows: below the output type's smallest normal (f16: subnormal step) the error is absolute.
-        floor = {torch.float16: 2.0 ** -24, torch.float64: 2.0 ** -1022}.get(dt, 2.0 ** -126)
-        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(floor))[kept].max().item()
+        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(error_floor(dt)))[kept].max().item()
         moved = 2 * n * es
         eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1), p)
     elif op == "mdropout":  # 16-bit x, f32 y
