@@ -132,29 +132,23 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         xf2 = xf.view(rows, cols)
         eager = lambda: torch.softmax(xf2, -1).to(dt)
         convert = lambda: y2.copy_(xf2)
-    elif op in ("dropout", "dropout3"):
+    elif op in ("dropout", "dropout3", "mdropout"):  # mdropout: 16-bit x, f32 y
         off = 3 if op == "dropout3" else 8
-        o = opts()
-        call = lambda: lib.softmax_dropout(x.data_ptr(), y.data_ptr(), None, rows, cols, CODE[dt], p, seed, off,
+        mixed_y = op == "mdropout"
+        yd = buffers(n, torch.float32, offset, 1)[0] if mixed_y else y
+        o = opts(FLAG_Y_DTYPE, 0) if mixed_y else opts()
+        call = lambda: lib.softmax_dropout(x.data_ptr(), yd.data_ptr(), None, rows, cols, CODE[dt], p, seed, off,
                                            ctypes.byref(o))
         check(lib, call())
         ref = torch.softmax(x2.double(), -1) / (1 - p)
-        kept = y2 != 0
-        err = ((y2.double() - ref).abs() / ref.abs().clamp_min(error_floor(dt)))[kept].max().item()
-        moved = 2 * n * es
-        eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1), p)
-    elif op == "mdropout":  # 16-bit x, f32 y
-        yf = buffers(n, torch.float32, offset, 1)[0]
-        o = opts(FLAG_Y_DTYPE, 0)
-        call = lambda: lib.softmax_dropout(x.data_ptr(), yf.data_ptr(), None, rows, cols, CODE[dt], p, seed, 8,
-                                           ctypes.byref(o))
-        check(lib, call())
-        ref = torch.softmax(x2.double(), -1) / (1 - p)
-        y2f = yf.view(rows, cols)
-        kept = y2f != 0
-        err = ((y2f.double() - ref).abs() / ref.abs().clamp_min(1e-30))[kept].max().item()
-        moved = n * es + n * 4
-        eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1, dtype=torch.float32), p)
+        yv = yd.view(rows, cols)
+        kept = yv != 0
+        err = ((yv.double() - ref).abs() / ref.abs().clamp_min(error_floor(yd.dtype)))[kept].max().item()
+        moved = n * es + n * yd.element_size()
+        if mixed_y:
+            eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1, dtype=torch.float32), p)
+        else:
+            eager = lambda: torch.nn.functional.dropout(torch.softmax(x2, -1), p)
     elif op == "mbwd":  # f32 x and dx, y and dy of the 16-bit type
         s, dy = buffers(n, dt, offset, 2)
         dxf = buffers(n, torch.float32, offset, 1)[0]
