@@ -186,7 +186,10 @@ inline double half_smallest_subnormal(softmax_dtype t) {
 //   where `want` rounded to t is infinite (log-softmax of -inf, or a value past t's range) the
 //     output must be exactly that infinity (inf - inf would make any tolerance check NaN);
 //   a softmax value that is exactly 0, or so far below half of t's smallest subnormal that the
-//     arithmetic's error cannot reach it, must be exactly +0 (never a stray subnormal);
+//     arithmetic's error cannot reach it, must be exactly +0 (never a stray subnormal). fp32
+//     arithmetic may round exp(x - max) to f32's subnormal grid before dividing it by the sum
+//     (>= 1): an absolute error of up to 2^-150, which can turn a value just below 2^-150 into
+//     f32's smallest subnormal;
 //   anything else within tolerance(), plus, for softmax, the effect of rounding the argument of
 //     exp: x - max is computed in the arithmetic's precision (unit roundoff u), an absolute error
 //     of up to |x - max| u, hence a relative error of |x - max| u in exp(x - max). The caller
@@ -203,10 +206,11 @@ inline bool value_matches(softmax_dtype t, double got, double want, bool log_sof
                      std::fabs(want) * exp_argument * (fp64 ? 0x1p-53 : 0x1p-24);
   // For softmax the tolerance is a relative part plus the floor.
   const double half = half_smallest_subnormal(t), relative_part = tol - tolerance_floor(t);
+  const double subnormal_exp = fp64 ? 0.0 : 0x1p-150;
   // (log-softmax has no such rule: its exact zeros, log(1), are values like any other; f64 keeps
   // a zero's floor too, as exp at the bottom of double's range may land on either side of 0.)
-  const bool must_be_zero =
-      !log_softmax && ((want == 0.0 && t != SOFTMAX_DTYPE_F64) || (want > 0.0 && want + relative_part < half));
+  const bool must_be_zero = !log_softmax && ((want == 0.0 && t != SOFTMAX_DTYPE_F64) ||
+                                             (want > 0.0 && want + relative_part + subnormal_exp < half));
   if (must_be_zero) return got == 0.0 && !std::signbit(got);
   return std::fabs(got - want) <= tol;
 }
