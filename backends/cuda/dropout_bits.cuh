@@ -71,25 +71,71 @@ __device__ __forceinline__ uint32_t keep_nibble(const uint32_t (&w)[4], uint32_t
          uint32_t(w[3] >= threshold) << 3;
 }
 
-// Keep bits of the four flat elements 4g .. 4g+3 (bit j: element 4g + j kept).
-__device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
+// Keep bits of the four flat elements 4g .. 4g+3 (bit j: element 4g + j kept), for an offset
+// that is (kStraddle false) or is not a multiple of 4.
+template <bool kStraddle>
+__device__ __forceinline__ uint32_t keep4_at(const DropoutKeys& d, uint64_t g) {
   const uint64_t lo = d.offset >> 2;
   uint32_t a[4] = {uint32_t(lo), uint32_t(lo >> 32), uint32_t(g), uint32_t(g >> 32)};
-  const unsigned phase = unsigned(d.offset & 3u);
-  if (phase == 0) {
+  if constexpr (!kStraddle) {
     philox_rounds(a, d);
     return keep_nibble(a, d.threshold);
+  } else {
+    // The draw straddles two blocks: words [phase, 4) of this one, [0, phase) of the next. Both
+    // blocks' bits side by side in one byte, shifted by the phase (no word is indexed by a
+    // run-time value, which would move the blocks to local memory).
+    const unsigned phase = unsigned(d.offset & 3u);
+    uint32_t b[4] = {a[0] + 1u, a[1] + (a[0] == 0xffffffffu ? 1u : 0u), a[2], a[3]};
+    if (b[0] == 0 && b[1] == 0) {  // carry into the upper half of the counter (curand's increment)
+      if (++b[2] == 0) ++b[3];
+    }
+    philox_rounds(a, d);
+    philox_rounds(b, d);
+    return ((keep_nibble(a, d.threshold) | keep_nibble(b, d.threshold) << 4) >> phase) & 0xFu;
   }
-  // The draw straddles two blocks: words [phase, 4) of this one, [0, phase) of the next. Both
-  // blocks' bits side by side in one byte, shifted by the phase (no word is indexed by a
-  // run-time value, which would move the blocks to local memory).
-  uint32_t b[4] = {a[0] + 1u, a[1] + (a[0] == 0xffffffffu ? 1u : 0u), a[2], a[3]};
-  if (b[0] == 0 && b[1] == 0) {  // carry into the upper half of the counter (curand's increment)
-    if (++b[2] == 0) ++b[3];
+}
+
+__device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
+  return (d.offset & 3u) == 0 ? keep4_at<false>(d, g) : keep4_at<true>(d, g);
+}
+
+// The bits of the groups g, g + 1, ... that start inside each of a thread's K chunks of V
+// elements, chunk k's V / 4 groups from g + k * step, packed at bit k * V. `left` counts the
+// row's columns from the thread's first chunk on; chunks past the row get zero bits, and a round
+// wholly past it evaluates nothing. Each round of the loop evaluates four Philox blocks side by
+// side (four groups, or two that straddle two blocks each): enough independent work to hide the
+// rounds' latency, few enough registers (unrolled all the way, the compiler interleaves every
+// evaluation of the thread and runs out of them).
+template <int K, int V, bool kStraddle>
+__device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g, uint64_t step, int left,
+                                               int col_step) {
+  constexpr int kGroups = V / 4;                    // per chunk
+  constexpr int kRound = kStraddle ? 2 : 4;          // groups per round (a straddling group: two blocks)
+  constexpr int kChunks = kGroups >= kRound ? 1 : (kRound / kGroups < K ? kRound / kGroups : K);
+  static_assert(K % kChunks == 0, "whole rounds");
+  uint32_t packed = 0;
+#pragma unroll 1
+  for (int k = 0; k < K; k += kChunks) {
+    uint32_t own = 0;  // the round's chunks, chunk c at bit c * V
+    if (left > 0) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        uint32_t chunk = 0;
+#pragma unroll
+        for (int i = 0; i < kGroups; ++i) chunk |= keep4_at<kStraddle>(d, g + uint64_t(c) * step + i) << (4 * i);
+        own |= (left > c * col_step ? chunk : 0u) << (c * V);
+      }
+    }
+    // The rounds' bits enter at the top and move down: chunk k ends at bit k * V.
+    if constexpr (kChunks == K) {
+      packed = own;
+    } else {
+      packed = (packed >> (kChunks * V)) | (own << ((K - kChunks) * V));
+    }
+    g += kChunks * step;
+    left -= kChunks * col_step;
   }
-  philox_rounds(a, d);
-  philox_rounds(b, d);
-  return ((keep_nibble(a, d.threshold) | keep_nibble(b, d.threshold) << 4) >> phase) & 0xFu;
+  return packed;
 }
 
 // Keep bits of each of a thread's K chunks of V elements (V a multiple of 4), chunk k starting
@@ -102,21 +148,15 @@ __device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
 template <int K, int V>
 __device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t row_flat, int cols, const Place& p,
                                                 bool live, uint32_t (&bits)[K]) {
-  static_assert(V % 4 == 0 && K * V <= 32, "groups of four, packed in one word");
+  static_assert(V % 4 == 0 && V < 32 && K * V <= 32, "groups of four, packed in one word");
   const unsigned a = unsigned(row_flat & 3u);
-  // One Philox evaluation at a time (the loop stays rolled: unrolled, the compiler interleaves
-  // every evaluation of the thread and runs out of registers); the bits go into one word.
   uint32_t packed = 0;
   if (live) {
-#pragma unroll 1
-    for (int k = 0; k < K; ++k) {
-      if (p.chunk(k) * V >= cols) break;  // chunks grow with k
-      const uint64_t g1 = ((row_flat + uint64_t(p.chunk(k)) * V) >> 2) + (a != 0 ? 1u : 0u);
-      uint32_t own = 0;
-#pragma unroll
-      for (int i = 0; i < V / 4; ++i) own |= keep4(d, g1 + i) << (4 * i);
-      packed |= own << (k * V);
-    }
+    const uint64_t g = (row_flat >> 2) + (a != 0 ? 1u : 0u) + uint64_t(p.chunk(0)) * (V / 4);
+    const uint64_t step = uint64_t(p.width) * (V / 4);
+    const int left = cols - p.chunk(0) * V, col_step = p.width * V;
+    packed = (d.offset & 3u) == 0 ? group_bits<K, V, false>(d, g, step, left, col_step)
+                                  : group_bits<K, V, true>(d, g, step, left, col_step);
   }
 #pragma unroll
   for (int k = 0; k < K; ++k) bits[k] = (packed >> (k * V)) & ((1u << V) - 1u);
