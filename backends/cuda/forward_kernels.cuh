@@ -52,6 +52,12 @@ struct ForwardArgs {
   float* row_sumexp;
   int64_t rows;
   int64_t cols;
+  // Whether y is log-softmax: never for softmax_dropout (its API has no log form), which the
+  // dropout kernels then know at compile time (no log path, no per-element select of the exps).
+  template <Forward kOp>
+  __device__ __forceinline__ bool log_output() const {
+    return kOp != Forward::Dropout && log_softmax;
+  }
 };
 
 // log-softmax is (x - max) - log(sum): two subtractions, because max + log(sum) rounded to one
@@ -114,7 +120,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
                                                LogShift<A> log, const uint32_t (&bits)[K]) {
   A v[K][V];
-  if (a.log_softmax) {
+  if (a.log_output<kOp>()) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -223,7 +229,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;
-  const bool keep_exps = kOp != Forward::Stats && !a.log_softmax;
+  const bool keep_exps = kOp != Forward::Stats && !a.log_output<kOp>();
   static_assert(!kPrefetch || kPrefetchNextRow<T, A, kOp, K, R, kBlock>, "no room to prefetch");
   LoadedUnits<K> next;
   if constexpr (kPrefetch) {
@@ -262,7 +268,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         const bool live = row < rows;
         const A M = live ? A(a.row_max[row]) : A(0), S = live ? A(a.row_sumexp[row]) : A(1);
         const Shift<A> sh(M);
-        if (!a.log_softmax && Held::kHoldsValues) {
+        if (!a.log_output<kOp>() && Held::kHoldsValues) {
 #pragma unroll
           for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -271,7 +277,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         }
         const int64_t first = (live ? row : 0) * int64_t(cols);
         finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], sh, sh.to_m / S,
-                                           LogShift<A>::of(a.log_softmax, M, S), bits[r]);
+                                           LogShift<A>::of(a.log_output<kOp>(), M, S), bits[r]);
       }
       continue;
     }
@@ -340,7 +346,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
         }
         finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]),
-                                           f, LogShift<A>::of(a.log_softmax, M[r], S[r]), bits[r]);
+                                           f, LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r]);
       }
     }
   }
@@ -435,7 +441,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const Shift<A> sh(M);
   A factor = sh.to_m / S;
   if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
-  const LogShift<A> log = LogShift<A>::of(a.log_softmax, M, S);
+  const LogShift<A> log = LogShift<A>::of(a.log_output<kOp>(), M, S);
   const int64_t last = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
   for (int64_t t = last; t >= begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
@@ -446,7 +452,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>> h;
     h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
-    if (!a.log_softmax) {
+    if (!a.log_output<kOp>()) {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
 #pragma unroll
