@@ -101,15 +101,20 @@ __device__ __forceinline__ void to_values(const Words (&c)[K], const Place& p, i
 template <class U, class A, int V>
 __device__ __forceinline__ Words pack_as(const A (&v)[V]) {
   Words c = {{0, 0, 0, 0}};
+  if constexpr (Elem<U>::kBytes == 2 && sizeof(A) == 4) {
 #pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const uint64_t b = element_bits(v[j], Elem<U>::kDtype);
-    if constexpr (Elem<U>::kBytes == 8) {
-      c.w[2 * j] = uint32_t(b), c.w[2 * j + 1] = uint32_t(b >> 32);
-    } else if constexpr (Elem<U>::kBytes == 4) {
-      c.w[j] = uint32_t(b);
-    } else {
-      c.w[j >> 1] |= uint32_t(b) << (16 * (j & 1));
+    for (int j = 0; j < V / 2; ++j) c.w[j] = pair_bits(v[2 * j], v[2 * j + 1], Elem<U>::kDtype);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const uint64_t b = element_bits(v[j], Elem<U>::kDtype);
+      if constexpr (Elem<U>::kBytes == 8) {
+        c.w[2 * j] = uint32_t(b), c.w[2 * j + 1] = uint32_t(b >> 32);
+      } else if constexpr (Elem<U>::kBytes == 4) {
+        c.w[j] = uint32_t(b);
+      } else {
+        c.w[j >> 1] |= uint32_t(b) << (16 * (j & 1));
+      }
     }
   }
   return c;

@@ -133,6 +133,18 @@ __device__ __forceinline__ uint64_t element_bits(A v, softmax_dtype t) {
   return 0;
 }
 
+// Two fp32 values as 16-bit storage type `t` (f16 or bf16), each rounded to nearest even, `lo` in
+// the low half: one conversion instruction for the pair (element by element, the compiler
+// sometimes converts each one alone and merges the halves with a permute).
+__device__ __forceinline__ uint32_t pair_bits(float lo, float hi, softmax_dtype t) {
+  if (t == SOFTMAX_DTYPE_F16) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return uint32_t(__half_as_ushort(h.x)) | uint32_t(__half_as_ushort(h.y)) << 16;
+  }
+  const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+  return uint32_t(__bfloat16_as_ushort(b.x)) | uint32_t(__bfloat16_as_ushort(b.y)) << 16;
+}
+
 // ---- global memory ----------------------------------------------------------------------------
 
 __device__ __forceinline__ Words load16(const void* p) {
