@@ -110,10 +110,11 @@ struct RowBytes {
 };
 
 // The aligned unit of UB bytes at `p` (16 or 8), reading only the bytes inside [begin, end)
-// element by element (ES bytes each) when it sticks out of the array.
+// element by element (ES bytes each) when it sticks out of the array. `in_row`: the caller knows
+// the unit lies within the row (most units of a row), which spares the pointer comparisons.
 template <int UB, int ES>
-__device__ __forceinline__ Words load_unit(const char* p, const RowBytes& r) {
-  if (p >= r.begin && p + UB <= r.end) {
+__device__ __forceinline__ Words load_unit(const char* p, const RowBytes& r, bool in_row = false) {
+  if (in_row || (p >= r.begin && p + UB <= r.end)) {
     if constexpr (UB == 16) {
       return load16(p);
     } else {
@@ -161,7 +162,8 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
-    out.unit[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r) : Words{{0, 0, 0, 0}};
+    const bool in_row = UB * P >= sh && UB * (P + 1) <= r.bytes + sh;
+    out.unit[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r, in_row) : Words{{0, 0, 0, 0}};
   }
   out.shift = sh;
   out.misaligned = __any_sync(kFullMask, sh != 0);
