@@ -220,14 +220,16 @@ template <class P, int R>
 __device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, int gen, int cluster) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
   lane_reduce(p, 32);
-  if (lane == 0) {
+  if (nwarps > 1) {  // a one-warp block (a row of a warp) has its result here already
+    if (lane == 0) {
 #pragma unroll
-    for (int r = 0; r < R; ++r) sm.warp[gen][warp][r] = p[r];
+      for (int r = 0; r < R; ++r) sm.warp[gen][warp][r] = p[r];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) p[r] = lane < nwarps ? sm.warp[gen][lane][r] : Identity<P>::value();
+    lane_reduce(p, 32);
   }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < R; ++r) p[r] = lane < nwarps ? sm.warp[gen][lane][r] : Identity<P>::value();
-  lane_reduce(p, 32);
 #if SOFTMAX_CUDA_CLUSTERS
   if (cluster > 1) {
     namespace cg = cooperative_groups;
