@@ -111,7 +111,8 @@ __device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g,
                                                int col_step) {
   constexpr int kGroups = V / 4;                    // per chunk
   constexpr int kRound = kStraddle ? 2 : 4;          // groups per round (a straddling group: two blocks)
-  constexpr int kChunks = kGroups >= kRound ? 1 : (kRound / kGroups < K ? kRound / kGroups : K);
+  constexpr int kFit = kGroups >= kRound ? 1 : kRound / kGroups;  // chunks whose groups fill a round
+  constexpr int kChunks = kFit < K ? kFit : K;                     // per round
   static_assert(K % kChunks == 0, "whole rounds");
   uint32_t packed = 0;
 #pragma unroll 1
@@ -150,11 +151,12 @@ __device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t r
                                                 bool live, uint32_t (&bits)[K]) {
   static_assert(V % 4 == 0 && V < 32 && K * V <= 32, "groups of four, packed in one word");
   const unsigned a = unsigned(row_flat & 3u);
+  const int left = cols - p.chunk(0) * V;  // the row's columns from the thread's first chunk on
   uint32_t packed = 0;
   if (live) {
     const uint64_t g = (row_flat >> 2) + (a != 0 ? 1u : 0u) + uint64_t(p.chunk(0)) * (V / 4);
     const uint64_t step = uint64_t(p.width) * (V / 4);
-    const int left = cols - p.chunk(0) * V, col_step = p.width * V;
+    const int col_step = p.width * V;
     packed = (d.offset & 3u) == 0 ? group_bits<K, V, false>(d, g, step, left, col_step)
                                   : group_bits<K, V, true>(d, g, step, left, col_step);
   }
@@ -163,7 +165,7 @@ __device__ __forceinline__ void chunk_keep_bits(const DropoutKeys& d, uint64_t r
   if (!__any_sync(kFullMask, a != 0)) return;
   const int src = (p.lane - 1) & (p.width - 1);
   uint32_t first_prev = 0;  // the segment's first chunk takes its group from before the segment
-  if (a != 0 && live && p.lane == 0 && p.chunk(0) * V < cols) {
+  if (a != 0 && live && p.lane == 0 && left > 0) {
     first_prev = keep4(d, (row_flat + uint64_t(p.chunk(0)) * V) >> 2);
   }
 #pragma unroll
