@@ -49,12 +49,15 @@ inline int64_t split_min_tiles() {
   return v;
 }
 
-// SOFTMAX_CUDA_LOOP_ROWS=0 (read once, for measuring) gives every row group its own block or
-// cluster even where the rule of launch_register would loop.
-inline bool loop_rows_allowed() {
-  static const bool v = [] {
+// SOFTMAX_CUDA_LOOP_ROWS (read once, for measuring): 0 gives every row group its own block or
+// cluster even where the rule of launch_register would loop; 1 loops every block and cluster
+// plan.
+enum class LoopRowsOverride { None, Never, Always };
+inline LoopRowsOverride loop_rows_override() {
+  static const LoopRowsOverride v = [] {
     const char* s = std::getenv("SOFTMAX_CUDA_LOOP_ROWS");
-    return !(s != nullptr && s[0] == '0');
+    if (s == nullptr) return LoopRowsOverride::None;
+    return s[0] == '0' ? LoopRowsOverride::Never : s[0] == '1' ? LoopRowsOverride::Always : LoopRowsOverride::None;
   }();
   return v;
 }
@@ -102,7 +105,12 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
     if (plan.cluster > 8) {
       if (Outcome o = allow_large_clusters(fn, env.device); !o.good()) return o;
     }
-    if (looping != Looping::Never && loop_rows_allowed()) {
+    switch (loop_rows_override()) {
+      case LoopRowsOverride::Never: looping = Looping::Never; break;
+      case LoopRowsOverride::Always: looping = Looping::Always; break;
+      case LoopRowsOverride::None: break;
+    }
+    if (looping != Looping::Never) {
       int resident = 0;
       if (Outcome o = resident_clusters(fn, env.device, plan.threads, plan.cluster, env.limits->sm_count, &resident);
           !o.good())
