@@ -37,16 +37,17 @@ struct DropoutBackwardArgs {
   int64_t cols;
 };
 
-// dy of the thread's chunks, as values (columns past `limit` zero), whatever dy's type.
-template <class T, class A, int K, int V>
+// dy of the thread's chunks, as values (columns past `limit` zero), whatever dy's type
+// (kLastChunkOnce as for load_values).
+template <class T, class A, int K, int V, bool kLastChunkOnce>
 __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t first, int limit, bool live,
                                         const Place& p, A (&dy)[K][V]) {
   if (kGeneric<T> || dtype_bytes(a.dy_dtype) != Elem<T>::kBytes) {
     load_resized<A, K, V>(static_cast<const char*>(a.dy) + first * dtype_bytes(a.dy_dtype), limit, live, a.dy_dtype,
                           p, A(0), dy);
   } else {
-    load_values<T, A, K, V, false, kDropoutRowsInPieces<T>>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0),
-                                                          dy);
+    load_values<T, A, K, V, false, kDropoutRowsInPieces<T>, kLastChunkOnce>(a.dy, a.dy_end, first, limit, live,
+                                                                          a.dy_dtype, p, A(0), dy);
   }
 }
 
@@ -132,9 +133,9 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
       backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
-      load_values<T, A, K, V, true, kDropoutRowsInPieces<T>>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place,
-                                                           A(-INFINITY), v[r]);
-      load_dy<T, A, K, V>(a, first, cols, live, walk.place, g[r]);
+      load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype,
+                                                                   walk.place, A(-INFINITY), v[r]);
+      load_dy<T, A, K, V, kBlock>(a, first, cols, live, walk.place, g[r]);
       apply_keep<K, V>(a, bits, g[r]);
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
     }
@@ -183,9 +184,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     const int64_t first = row * cols + col0;
     uint32_t bits[K];
     backward_keep_bits<K, V>(a, uint64_t(first), limit, p, true, bits);
-    load_values<T, A, K, V, true, kDropoutRowsInPieces<T>>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
-                                                         A(-INFINITY), v);
-    load_dy<T, A, K, V>(a, first, limit, true, p, g);
+    load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, true>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
+                                                               A(-INFINITY), v);
+    load_dy<T, A, K, V, true>(a, first, limit, true, p, g);
     apply_keep<K, V>(a, bits, g);
   };
 

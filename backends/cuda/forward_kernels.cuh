@@ -224,7 +224,7 @@ template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, boo
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
-  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>, kRowsInPieces<kOp, Y>>;
+  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>, kRowsInPieces<kOp, Y>, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     for (int64_t t = begin; t < end; t += kSplitTile) {
       const int64_t col0 = t * V;
       const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
-      HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>> h;
+      HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
       h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
       Part tile;
       fold_exps<A, K, V>(h, false, tile);
@@ -450,7 +450,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     if constexpr (kOp == Forward::Dropout) {
       keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), limit, p, true, bits);
     }
-    HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>> h;
+    HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
     h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
     if (!a.log_output<kOp>()) {
 #pragma unroll

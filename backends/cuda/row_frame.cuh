@@ -198,9 +198,9 @@ struct Other16<__nv_bfloat16> {
 
 // A row of an input stored as T (kExact), or as t, which may then also be the other 16-bit type
 // of a 16-bit T; the generic kernels read any t element by element. kPieces: each thread reads
-// its chunks itself (load_chunks_in_pieces) instead of through the realigning loads. Every lane
-// of the warp calls this together.
-template <class T, class A, int K, int V, bool kExact = true, bool kPieces = false>
+// its chunks itself (load_chunks_in_pieces, with kLastChunkOnce) instead of through the
+// realigning loads. Every lane of the warp calls this together.
+template <class T, class A, int K, int V, bool kExact = true, bool kPieces = false, bool kLastChunkOnce = false>
 __device__ __forceinline__ void load_values(const void* base, const char* end, int64_t first, int cols, bool live,
                                             softmax_dtype t, const Place& p, A pad, A (&v)[K][V]) {
   if constexpr (kGeneric<T>) {
@@ -211,7 +211,7 @@ __device__ __forceinline__ void load_values(const void* base, const char* end, i
     const RowBytes rb{static_cast<const char*>(base) + first * kBytes, cols * kBytes,
                       static_cast<const char*>(base), end};
     if constexpr (kPieces) {
-      load_chunks_in_pieces<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
+      load_chunks_in_pieces<K, kBytes, kChunkBytes<T>, kLastChunkOnce>(rb, live, p, c);
     } else {
       load_chunks<K, kBytes, kChunkBytes<T>>(rb, live, p, c);
     }
@@ -240,16 +240,17 @@ __device__ __forceinline__ void issue_row(const void* base, const char* end, int
 // the values (which the softmax may overwrite with its exps), or, packed (16-bit layouts only),
 // the loaded words, widened where an element is used. Packed, 16-bit columns take half the
 // registers, at the price of widening each element at every use and, for the softmax, taking
-// the exps again on the way out. Columns >= cols read as `pad` either way. kPieces as for
-// load_values.
-template <class T, class A, int K, int V, bool kPacked = (Elem<T>::kBytes == 2), bool kPieces = false>
+// the exps again on the way out. Columns >= cols read as `pad` either way. kPieces and
+// kLastChunkOnce as for load_values.
+template <class T, class A, int K, int V, bool kPacked = (Elem<T>::kBytes == 2), bool kPieces = false,
+          bool kLastChunkOnce = false>
 struct HeldRow {
   static_assert(!kPacked || Elem<T>::kBytes == 2, "only 16-bit layouts are held packed");
   static constexpr bool kHoldsValues = true;
   A v[K][V];
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype t, const Place& p, A pad) {
-    load_values<T, A, K, V, true, kPieces>(base, end, first, cols, live, t, p, pad, v);
+    load_values<T, A, K, V, true, kPieces, kLastChunkOnce>(base, end, first, cols, live, t, p, pad, v);
   }
   // The row whose loads issue_row issued (same cols and place).
   __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
@@ -261,15 +262,15 @@ struct HeldRow {
   __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }
 };
 
-template <class T, class A, int K, int V, bool kPieces>
-struct HeldRow<T, A, K, V, true, kPieces> {
+template <class T, class A, int K, int V, bool kPieces, bool kLastChunkOnce>
+struct HeldRow<T, A, K, V, true, kPieces, kLastChunkOnce> {
   static constexpr bool kHoldsValues = false;
   Words c[K];
   __device__ __forceinline__ void load(const void* base, const char* end, int64_t first, int cols, bool live,
                                        softmax_dtype, const Place& p, A pad) {
     const RowBytes rb{static_cast<const char*>(base) + first * 2, cols * 2, static_cast<const char*>(base), end};
     if constexpr (kPieces) {
-      load_chunks_in_pieces<K, 2, kChunkBytes<T>>(rb, live, p, c);
+      load_chunks_in_pieces<K, 2, kChunkBytes<T>, kLastChunkOnce>(rb, live, p, c);
     } else {
       load_chunks<K, 2, kChunkBytes<T>>(rb, live, p, c);
     }

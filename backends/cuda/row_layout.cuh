@@ -45,6 +45,13 @@ struct Place {
   int width;  // G
   int first;  // s*K*G
   __device__ __forceinline__ int chunk(int k) const { return first + k * width + lane; }
+  // Which of the thread's K chunks is logical chunk L, or -1 when another thread holds it.
+  template <int K>
+  __device__ __forceinline__ int slot_of(int L) const {
+    const int d = L - first - lane;
+    const int k = d >> (31 - __clz(width));
+    return d >= 0 && (d & (width - 1)) == 0 && k < K ? k : -1;
+  }
 };
 
 // Bytes [b, b + 16) of the 32 bytes a ++ c, for b in [0, 16): two select stages and a funnel
@@ -340,19 +347,46 @@ __device__ __forceinline__ Words load_chunk(const char* q, const RowBytes& r) {
 }
 
 // The thread's K logical chunks read in pieces of the widest of S, S/2, ..., ES bytes that s
-// allows; chunks past the row (n bytes) are zero.
-template <int S, int K, int ES, int UB>
+// allows; chunks past the row (n bytes) are zero. A chunk that the row's end cuts may stick out
+// of the array, so its pieces are read with the array-end test. kLastChunkOnce (block kernels):
+// chunks inside the row load untested and the cut chunk once, by its holder, after them; one copy
+// of that path rather than one per chunk. With it inlined per chunk (and per piece size), the
+// block kernels that move rows in pieces had outgrown the instruction cache (H200, f32 dropout of
+// 4097-column rows, which come in every alignment: a third of the stall samples waited for
+// instructions; 2.6 -> 3.3 TB/s). In segment kernels every warp holds rows' ends, and the
+// separate pass cost f32 dropout of 127 columns 6%: they test each chunk.
+template <int S, int K, int ES, int UB, bool kLastChunkOnce>
 __device__ __forceinline__ void load_in_pieces(const RowBytes& r, int n, const Place& p, int s, Words (&out)[K]) {
   if constexpr (S > ES) {
     if (s < S) {
-      load_in_pieces<S / 2, K, ES, UB>(r, n, p, s, out);
+      load_in_pieces<S / 2, K, ES, UB, kLastChunkOnce>(r, n, p, s, out);
       return;
     }
   }
+  if constexpr (!kLastChunkOnce) {
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int L = p.chunk(k);
-    out[k] = UB * L < n ? load_chunk<UB, S, ES>(r.row + UB * L, r) : Words{{0, 0, 0, 0}};
+    for (int k = 0; k < K; ++k) {
+      const int L = p.chunk(k);
+      out[k] = UB * L < n ? load_chunk<UB, S, ES>(r.row + UB * L, r) : Words{{0, 0, 0, 0}};
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int L = p.chunk(k);
+      out[k] = Words{{0, 0, 0, 0}};
+      if (UB * (L + 1) <= n) {
+#pragma unroll
+        for (int o = 0; o < UB; o += S) load_piece<S>(r.row + UB * L + o, o, out[k]);
+      }
+    }
+    const int kt = n % UB != 0 ? p.slot_of<K>(n / UB) : -1;
+    if (kt >= 0) {
+      const Words t = load_chunk<UB, S, ES>(r.row + UB * (n / UB), r);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (k == kt) out[k] = t;
+      }
+    }
   }
 }
 
@@ -360,7 +394,7 @@ __device__ __forceinline__ void load_in_pieces(const RowBytes& r, int n, const P
 // alignment allows (the later pieces of a chunk hit in L1): no votes, shuffles or extra vectors.
 // Fewer instructions for kernels bound by their instruction count; softmax rows ran slower so
 // (f32 rows of 127 columns 3.0 -> 2.7 TB/s, misaligned rows up to half with the stores below).
-template <int K, int ES, int UB = 16>
+template <int K, int ES, int UB = 16, bool kLastChunkOnce = false>
 __device__ __forceinline__ void load_chunks_in_pieces(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
   const int s = live ? piece_bytes<UB>(r.row) : UB;
   if constexpr (ES == 2) {
@@ -369,7 +403,7 @@ __device__ __forceinline__ void load_chunks_in_pieces(const RowBytes& r, bool li
       return;
     }
   }
-  load_in_pieces<UB, K, ES, UB>(r, live ? r.bytes : 0, p, s, out);
+  load_in_pieces<UB, K, ES, UB, kLastChunkOnce>(r, live ? r.bytes : 0, p, s, out);
 }
 
 // Writes the thread's K logical chunks in pieces of the widest of S, S/2, ..., ES bytes that
