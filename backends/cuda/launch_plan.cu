@@ -63,7 +63,8 @@ bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p)
 // Warps an SM keeps resident of a block kernel launched with `threads` threads: the block
 // kernels are compiled for 1024-thread blocks, so they take up to 64 registers, and an SM's
 // 65536 registers hold 1024 / threads blocks.
-int resident_warps(int threads) { return 1024 / threads * threads / 32; }
+int resident_blocks(int threads) { return 1024 / threads; }
+int resident_warps(int threads) { return resident_blocks(threads) * threads / 32; }
 
 // One block of block_k chunks per thread, or of wide_k when the row needs more or when the wide
 // block keeps more warps resident per SM: a row of 1025 chunks takes 288 threads of four chunks
@@ -95,6 +96,15 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
   return false;
 }
 
+// The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose one
+// block would leave room for at most two blocks per SM, when such small blocks of 1024 threads in
+// all hold it.
+bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int max_cluster, Plan* p) {
+  const int t = std::min(f.cluster_block_threads, max_threads);
+  if (t == 0 || max_cluster < 2 || resident_blocks(round_up32(ceil_div(chunks, f.block_k))) > 2) return false;
+  return cluster_plan(chunks, f, t, std::min(max_cluster, 1024 / t), 2, p);
+}
+
 }  // namespace
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks) {
@@ -109,6 +119,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.wide_k = wide_chunks(chunk_elems, arrays);
   f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
+  f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
   return f;
 }
 
@@ -138,7 +149,9 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
       break;
     case Forced::Split: p = Plan{}; break;
     case Forced::None:
-      if (!segment_plan(chunks, family, family.segment_width, &p) && !block_plan(chunks, family, max_threads, &p) &&
+      if (!segment_plan(chunks, family, family.segment_width, &p) &&
+          !small_block_cluster_plan(chunks, family, max_threads, max_cluster, &p) &&
+          !block_plan(chunks, family, max_threads, &p) &&
           !(max_cluster >= 2 && cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))) {
         p = Plan{};
       }

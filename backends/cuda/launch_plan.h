@@ -74,6 +74,13 @@ struct KernelFamily {
   // exps, than as a segment, which holds the row packed and takes the exps again on the way out
   // (H200, 640-1024 columns: softmax +3-22%, dropout +5-14%).
   int segment_width;
+  // Rows whose one block would fit at most two to an SM (over 341 threads) run as a cluster of
+  // blocks of at most this many threads (0: never), when such blocks of 1024 threads in all hold
+  // the row. softmax_dropout's f32 layouts (16-bit x with f32 y too) do not loop over rows, and
+  // their wide block kernel spills at 1024 threads: 12K-32K-column rows ran 6-56% faster so on
+  // the H200, rows of 8196 columns (288-thread blocks, three to an SM) 8% slower
+  // (backends/cuda/TUNING.md).
+  int cluster_block_threads;
 };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).

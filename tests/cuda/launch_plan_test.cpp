@@ -166,6 +166,37 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   }
 }
 
+// f32 softmax_dropout rows whose one block would fit at most two to an SM (12K-32K columns) run
+// as clusters of up to four 256-thread blocks; shorter rows and every other family keep one
+// block wherever one holds the row.
+TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const bool small_blocks = std::string(fc.name) == "f32 dropout";
+  EXPECT_EQ(f.cluster_block_threads, small_blocks ? 256 : 0) << fc.name;
+  int64_t clusters = 0;
+  for (int64_t cols = 4096; cols <= 32768; ++cols) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    if (chunks > int64_t{1024} * f.block_k) continue;
+    const int64_t block_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
+    const bool want_cluster = small_blocks && 1024 / block_threads <= 2;
+    clusters += p.strategy == Strategy::Cluster;
+    if (want_cluster) {
+      ASSERT_EQ(p.strategy, Strategy::Cluster) << cols << " columns";
+      ASSERT_LE(p.threads, 256) << cols << " columns";
+      ASSERT_LE(p.cluster, 4) << cols << " columns";
+    } else if (p.strategy != Strategy::Segment) {
+      ASSERT_EQ(p.strategy, Strategy::Block) << fc.name << ", " << cols << " columns";
+    }
+  }
+  EXPECT_EQ(clusters > 0, small_blocks) << fc.name;
+  Plan p;
+  ASSERT_TRUE(make_plan(8196, fc.chunk_elems, f, hopper(), &p).good());
+  if (small_blocks) EXPECT_EQ(p.strategy, Strategy::Block) << "288-thread blocks fit three to an SM";
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
                          [](const ::testing::TestParamInfo<FamilyCase>& i) {
                            std::string n = i.param.name;
