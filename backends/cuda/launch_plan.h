@@ -77,9 +77,9 @@ struct KernelFamily {
   // Rows whose one block would fit at most two to an SM (over 341 threads) run as a cluster of
   // blocks of at most this many threads (0: never), when such blocks of 1024 threads in all hold
   // the row. softmax_dropout's f32 layouts (16-bit x with f32 y too) do not loop over rows, and
-  // their wide block kernel spills at 1024 threads: 12K-32K-column rows ran 6-56% faster so on
-  // the H200, rows of 8196 columns (288-thread blocks, three to an SM) 8% slower
-  // (backends/cuda/TUNING.md).
+  // their wide block kernel spills at 1024 threads: rows of 12K-32K columns ran 1.5-56% faster
+  // so on the H200 (+82% one element off alignment), rows of 8196 columns (288-thread blocks,
+  // three to an SM) 8% slower (backends/cuda/TUNING.md).
   int cluster_block_threads;
 };
 

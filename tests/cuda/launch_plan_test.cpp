@@ -166,7 +166,7 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   }
 }
 
-// f32 softmax_dropout rows whose one block would fit at most two to an SM (12K-32K columns) run
+// f32 softmax_dropout rows whose one block would fit at most two to an SM (11K-32K columns) run
 // as clusters of up to four 256-thread blocks; shorter rows and every other family keep one
 // block wherever one holds the row.
 TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
