@@ -217,6 +217,15 @@ constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout &&
                                   !kForwardPacked<T, kBlock> &&
                                   held_registers<T, A, false>(K) + K * kChunkBytes<T> / 4 <= 24;
 
+// Whether a dropout kernel issues its row's loads before it takes the keep bits, and realigns the
+// loaded words after them, so that the Philox rounds run while the row is in flight: 16-bit rows
+// with 16-bit output, whose loaded words (16 registers at four chunks) fit beside the rounds
+// without spilling (ptxas; the segment kernel of four chunks spilled 12 bytes the other way). The
+// f32 layouts move their rows in pieces, and their wide kernels spilled this way.
+template <class T, class Y, Forward kOp>
+constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Elem<T>::kBytes == 2 &&
+                                  !kRowsInPieces<kOp, Y>;
+
 // kPrefetch: for blocks that fit at most two to an SM, on a grid that loops over the rows
 // (launch_register), whose memory traffic would otherwise stop while a block reduces and writes
 // a row.
@@ -252,13 +261,21 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         const bool live = row < rows;
         const int64_t first = (live ? row : 0) * int64_t(cols);
         // Dropout's keep bits depend on where the row lies, not on its values. Taken before the
-        // loads, the Philox rounds never share the registers with the row: the block kernels,
-        // capped at 64 registers, then hold the row without spilling (fp64 rows, whose kernels
-        // spilled more that way, take them on the way out).
-        if constexpr (kOp == Forward::Dropout && !kGeneric<T>) {
+        // row is realigned (16-bit: kIssueBeforeBits) or loaded, the Philox rounds never share
+        // the registers with the row's values: the block kernels, capped at 64 registers, then
+        // hold the row without spilling (fp64 rows, whose kernels spilled more that way, take
+        // them on the way out).
+        if constexpr (kIssueBeforeBits<T, Y, kOp>) {
+          LoadedUnits<K> u;
+          issue_row<T, K>(a.x, a.x_end, first, cols, live, walk.place, u);
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
+          h[r].take(u, cols, walk.place, A(-INFINITY));
+        } else {
+          if constexpr (kOp == Forward::Dropout && !kGeneric<T>) {
+            keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
+          }
+          h[r].load(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY));
         }
-        h[r].load(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place, A(-INFINITY));
       }
     }
     if constexpr (kOp == Forward::FromStats) {

@@ -274,6 +274,14 @@ struct HeldRow<T, A, K, V, true, kPieces, kLastChunkOnce> {
     } else {
       load_chunks<K, 2, kChunkBytes<T>>(rb, live, p, c);
     }
+    pad_columns(cols, p, pad);
+  }
+  // The row whose loads issue_row issued (same cols and place).
+  __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
+    realign_units<K, kChunkBytes<T>>(u, p, c);
+    pad_columns(cols, p, pad);
+  }
+  __device__ __forceinline__ void pad_columns(int cols, const Place& p, A pad) {
     if (!warp_holds_padding<K, V>(p, cols)) return;
     const uint32_t pad_bits = uint32_t(element_bits(pad, Elem<T>::kDtype));
 #pragma unroll
