@@ -52,8 +52,8 @@ __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t fi
 }
 
 // The keep bits of a thread's chunks (all set when nothing is dropped). They depend on where the
-// row lies, not on its values: taken before the loads, only the bits stay live past the Philox
-// rounds.
+// row lies, not on its values: taken before the values are loaded (16-bit x: before they are
+// realigned), only the bits stay live past the Philox rounds beside the row's loaded words.
 template <int K, int V>
 __device__ __forceinline__ void backward_keep_bits(const DropoutBackwardArgs& a, uint64_t flat0, int cols,
                                                    const Place& p, bool live, uint32_t (&bits)[K]) {
@@ -132,9 +132,20 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
-      backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
-      load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype,
-                                                                   walk.place, A(-INFINITY), v[r]);
+      if constexpr (!kGeneric<T> && Elem<T>::kBytes == 2) {
+        // 16-bit x: its loads are issued before the rounds and realigned after them, as in the
+        // forward (kIssueBeforeBits). Issuing dy's too spilled (ptxas: 4-28 bytes).
+        LoadedUnits<K> u;
+        issue_row<T, K>(a.x, a.x_end, first, cols, live, walk.place, u);
+        backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
+        Words c[K];
+        realign_units<K, kChunkBytes<T>>(u, walk.place, c);
+        to_values<T, A, K, V>(c, walk.place, cols, A(-INFINITY), v[r]);
+      } else {
+        backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
+        load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype,
+                                                                     walk.place, A(-INFINITY), v[r]);
+      }
       load_dy<T, A, K, V, kBlock>(a, first, cols, live, walk.place, g[r]);
       apply_keep<K, V>(a, bits, g[r]);
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
