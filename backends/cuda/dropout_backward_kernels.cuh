@@ -132,15 +132,13 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
-      if constexpr (!kGeneric<T> && Elem<T>::kBytes == 2) {
-        // 16-bit x: its loads are issued before the rounds and realigned after them, as in the
-        // forward (kIssueBeforeBits). Issuing dy's too spilled (ptxas: 4-28 bytes).
+      if constexpr (kIssueBeforeBits<T, T, Forward::Dropout>) {
+        // x's loads are issued before the rounds and realigned after them, as in the forward.
+        // Issuing dy's too spilled (ptxas: 4-28 bytes).
         LoadedUnits<K> u;
         issue_row<T, K>(a.x, a.x_end, first, cols, live, walk.place, u);
         backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
-        Words c[K];
-        realign_units<K, kChunkBytes<T>>(u, walk.place, c);
-        to_values<T, A, K, V>(c, walk.place, cols, A(-INFINITY), v[r]);
+        take_values<T, A, K, V>(u, cols, walk.place, A(-INFINITY), v[r]);
       } else {
         backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
         load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype,

@@ -236,6 +236,15 @@ __device__ __forceinline__ void issue_row(const void* base, const char* end, int
   issue_units<K, kBytes, kChunkBytes<T>>(rb, live, p, u);
 }
 
+// The values of a row whose loads issue_row issued (same cols and place): realigned, then
+// widened; columns >= cols read as `pad`. Every lane of the warp calls this together.
+template <class T, class A, int K, int V>
+__device__ __forceinline__ void take_values(const LoadedUnits<K>& u, int cols, const Place& p, A pad, A (&v)[K][V]) {
+  Words c[K];
+  realign_units<K, kChunkBytes<T>>(u, p, c);
+  to_values<T, A, K, V>(c, p, cols, pad, v);
+}
+
 // A thread's chunks of one row of an input stored as T, held from the load to the output:
 // the values (which the softmax may overwrite with its exps), or, packed (16-bit layouts only),
 // the loaded words, widened where an element is used. Packed, 16-bit columns take half the
@@ -254,9 +263,7 @@ struct HeldRow {
   }
   // The row whose loads issue_row issued (same cols and place).
   __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
-    Words c[K];
-    realign_units<K, kChunkBytes<T>>(u, p, c);
-    to_values<T, A, K, V>(c, p, cols, pad, v);
+    take_values<T, A, K, V>(u, cols, p, pad, v);
   }
   __device__ __forceinline__ A get(int k, int j) const { return v[k][j]; }
   __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }
