@@ -29,11 +29,8 @@ struct LaunchEnv {
 namespace launch_detail {
 
 constexpr unsigned kSegmentThreads = 256;
-// Segment kernels run at most this many waves of resident blocks and loop over the remaining
-// rows (measured on the H200 with the previous warp kernel: 8 waves beat 1-4 and an uncapped
-// grid at 32-512 columns by 3-10%). Block and cluster kernels take a group of rows per block.
-constexpr int64_t kSegmentWaves = 8;
 constexpr int64_t kMaxBlockGroups = int64_t{1} << 20;
+constexpr int64_t kMaxSegmentBlocks = int64_t{1} << 30;  // grids stay within gridDim.x
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -45,6 +42,20 @@ inline int64_t split_min_tiles() {
     const char* s = std::getenv("SOFTMAX_CUDA_SPLIT_MIN_TILES");
     const long n = s != nullptr ? std::atol(s) : 0;
     return n >= 1 && n <= 1024 ? int64_t(n) : int64_t{4};
+  }();
+  return v;
+}
+
+// SOFTMAX_CUDA_SEGMENT_WAVES (read once, for measuring): n >= 1 caps every segment grid at n
+// waves, 0 gives every group of rows its own block; -1 (unset or invalid) keeps the launchers'
+// choice.
+inline int64_t segment_waves_override() {
+  static const int64_t v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_SEGMENT_WAVES");
+    if (s == nullptr || *s == '\0') return int64_t{-1};
+    char* end = nullptr;
+    const long n = std::strtol(s, &end, 10);
+    return *end == '\0' && n >= 0 && n <= 1024 ? int64_t(n) : int64_t{-1};
   }();
   return v;
 }
@@ -64,6 +75,13 @@ inline LoopRowsOverride loop_rows_override() {
 
 }  // namespace launch_detail
 
+// How many waves of resident blocks a segment plan's grid holds at most; its blocks loop over the
+// remaining rows. Softmax's forward rows (log-softmax, statistics and mixed types too) take Many:
+// on the H200 at 16-512 columns they ran 2-5% (f32) and 1-8% (16-bit) faster than with Few,
+// while softmax_dropout ran 2-4% slower at 128-512 columns and the backward families moved by
+// under 1%, so those keep Few (backends/cuda/TUNING.md, "Segment grids").
+enum class SegmentWaves : int64_t { Few = 8, Many = 32 };
+
 // How a block or cluster plan's grid covers the rows: a block (or cluster) per row group, or one
 // wave of resident blocks or clusters that loop over the rows.
 enum class Looping {
@@ -78,11 +96,11 @@ enum class Looping {
 };
 
 // Launches kernel(args, shape) for `plan` (segment, block or cluster); `looping` applies to
-// block and cluster plans.
+// block and cluster plans, `waves` to segment plans.
 template <class Args>
 Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args& args, int64_t rows, int64_t cols,
                         const Plan& plan, const LaunchEnv& env, const char* name,
-                        Looping looping = Looping::WhenAlone) {
+                        Looping looping = Looping::WhenAlone, SegmentWaves waves = SegmentWaves::Few) {
   using namespace launch_detail;
   int cluster_shift = 0;
   while ((1 << cluster_shift) < plan.cluster) ++cluster_shift;
@@ -97,8 +115,12 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
                                     env.limits->sm_count, &resident);
         !o.good())
       return o;
+    const int64_t forced = segment_waves_override();
+    const int64_t cap = forced >= 0 ? forced : static_cast<int64_t>(waves);
+    const int64_t groups = ceil_div(rows, rows_per_block);
     cfg.blockDim = dim3(kSegmentThreads);
-    cfg.gridDim = dim3(static_cast<unsigned>(std::min(ceil_div(rows, rows_per_block), resident * kSegmentWaves)));
+    const int64_t blocks = std::min(groups, cap == 0 ? kMaxSegmentBlocks : resident * cap);
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   } else {
     const void* fn = reinterpret_cast<const void*>(kernel);
     int64_t groups = std::min(ceil_div(rows, plan.r), kMaxBlockGroups);
