@@ -45,7 +45,9 @@ void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot) {
   const int64_t n = a.grid.len(c);
   const T* y = read_as<T>(a.y, first, n, GradSlot::A);
   const T* dy = read_as<T>(a.dy, first, n, GradSlot::B);
-  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log)) return;
+  // No prefetch for chunks of long rows: the schedule that keeps a row on one thread finishes
+  // them in reverse, from the ones still in cache.
+  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log, false)) return;
   T* dx = result_space<T>(a.dx, first, n);
   grad_finish(y, dy, dx, n, dot, a.log);
   write_back(dx, a.dx, first, n);
@@ -58,7 +60,8 @@ void tile_finish(const GradArrays& a, int64_t r0, int64_t nr, const T* row_dot) 
   const int64_t n = nr * a.grid.cols;
   const T* y = read_as<T>(a.y, first, n, GradSlot::A);
   const T* dy = read_as<T>(a.dy, first, n, GradSlot::B);
-  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log)) return;
+  // Tiles follow each other in memory on a thread (for_tiles).
+  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log, true)) return;
   T* dx = result_space<T>(a.dx, first, n);
   grad_rows(y, dy, dx, nr, a.grid.cols, row_dot, a.log);
   write_back(dx, a.dx, first, n);

@@ -171,10 +171,13 @@ __attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float
 
 // `finish` for one row or chunk, written to the caller's memory with 64-byte non-temporal
 // stores from dx's first 64-byte boundary on (masked ordinary stores before it and for a partial
-// last vector): no pass through a buffer.
+// last vector): no pass through a buffer. ahead != 0: each 64 bytes finished also prefetches the
+// y and dy `ahead` elements further on, so that memory keeps streaming the rows read next while
+// this one is finished from cache.
 template <bool kLog>
 __attribute__((target("arch=x86-64-v4"))) void finish_f32_streamed_avx512(const float* y, const float* dy,
-                                                                         float* dx, size_t n, float dot) {
+                                                                         float* dx, size_t n, float dot,
+                                                                         size_t ahead) {
   const __m512 d = _mm512_set1_ps(dot);
   const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dx) % 64) % 64 / sizeof(float));
   if (head > 0) {
@@ -182,6 +185,13 @@ __attribute__((target("arch=x86-64-v4"))) void finish_f32_streamed_avx512(const 
     _mm512_mask_storeu_ps(dx, m, finish16_avx512<kLog>(y, dy, m, d));
   }
   size_t i = head;
+  if (ahead != 0) {
+    for (; i + 16 <= n; i += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(y + i + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(dy + i + ahead), _MM_HINT_T0);
+      _mm512_stream_ps(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
+    }
+  }
   for (; i + 16 <= n; i += 16) _mm512_stream_ps(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
   if (i < n) {
     const __mmask16 m = __mmask16((1u << (n - i)) - 1u);
@@ -375,23 +385,24 @@ void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, floa
 }
 
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                       const float* row_dot, bool log) {
+                       const float* row_dot, bool log, bool prefetch_following) {
 #if SOFTMAX_CPU_X86_LEVELS
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
+  const size_t ahead = prefetch_following ? std::max<size_t>(n, 1024) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
     const float dot = row_dot != nullptr ? row_dot[r] : grad_dot_f32(y + o, dy + o, cols, log);
     if (log) {
-      finish_f32_streamed_avx512<true>(y + o, dy + o, dx + o, n, dot);
+      finish_f32_streamed_avx512<true>(y + o, dy + o, dx + o, n, dot, ahead);
     } else {
-      finish_f32_streamed_avx512<false>(y + o, dy + o, dx + o, n, dot);
+      finish_f32_streamed_avx512<false>(y + o, dy + o, dx + o, n, dot, ahead);
     }
   }
   _mm_sfence();
   return true;
 #else
-  (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log;
+  (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log, (void)prefetch_following;
   return false;
 #endif
 }

@@ -61,8 +61,12 @@ void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, 
 // a longer row) written to the caller's dx with non-temporal stores, then a store fence. Returns
 // false, writing nothing, where the CPU lacks AVX-512 or dx is not 4-byte aligned: the caller
 // then computes into a buffer and streams it out (stream_store_f32). dx may not be dy.
+// prefetch_following: the caller reads the rows that follow these in memory next (a tile of
+// short rows), so the finishing loop prefetches y and dy max(cols, 1024) elements ahead, one row
+// or 4 KB; each row's dot then reads from cache, and memory streams while rows are finished (on a
+// 2-core AVX-512 Xeon, 256-4096 columns: softmax backward +6-15%, log-softmax +14-34%).
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                       const float* row_dot, bool log);
+                       const float* row_dot, bool log, bool prefetch_following);
 
 // The reductions alone of `rows` consecutive rows of cols <= kChunkElems: out[r] = grad_dot.
 void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t cols, bool log, float* out);
