@@ -16,10 +16,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/dropout_bits.cuh"
 #include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
+#include "backends/cuda/warp_stage.cuh"
 
 namespace softmax_internal {
 namespace cuda_kernels {
@@ -114,11 +116,13 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
 // thread's held chunks and writes the mask and y. The held chunks are the exps (softmax, where
 // they hold values), or the inputs: log-softmax uses them as they are, softmax takes their exps
 // with `sh` first. The pointers and flat0 point at column 0 of the thread's row (or of its split
-// tile); only columns below `limit` are written.
-template <class T, class Y, class A, Forward kOp, int K, int V, class Held>
+// tile); only columns below `limit` are written. With kStaged, y's chunks go to the row's place
+// in the warp's stage instead (warp_stage.cuh), which the kernel stores.
+template <class T, class Y, class A, Forward kOp, int K, int V, class Held, bool kStaged = false>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
-                                               LogShift<A> log, const uint32_t (&bits)[K]) {
+                                               LogShift<A> log, const uint32_t (&bits)[K],
+                                               const StagedRow& staged = StagedRow{}) {
   A v[K][V];
   if (a.log_output<kOp>()) {
 #pragma unroll
@@ -151,7 +155,14 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
       }
     }
   }
-  store_row<T, Y, A, K, V, kRowsInPieces<kOp, Y>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
+  if constexpr (kStaged) {
+    Words c[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+    if (live) leave_staged<K>(staged, p, c);
+  } else {
+    store_row<T, Y, A, K, V, kRowsInPieces<kOp, Y>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
+  }
 }
 
 // The thread's exps relative to its own maximum, folded into a (max, sum) partial; v becomes
@@ -226,10 +237,18 @@ template <class T, class Y, Forward kOp>
 constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Elem<T>::kBytes == 2 &&
                                   !kRowsInPieces<kOp, Y>;
 
+// Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
+// whose output has the input's type. The launcher runs it for segments of one or two lanes whose
+// rows start and end on 16-byte boundaries (staged_rows).
+template <class T, class Y, Forward kOp>
+constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_same_v<T, Y>;
+
 // kPrefetch: for blocks that fit at most two to an SM, on a grid that loops over the rows
 // (launch_register), whose memory traffic would otherwise stop while a block reduces and writes
-// a row.
-template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false>
+// a row. kStaged: a segment kernel whose warps move their rows through a shared-memory stage
+// (rows of whole 16-byte chunks, x and y on 16-byte boundaries).
+template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false,
+          bool kStaged = false>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
@@ -240,6 +259,13 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   const int cols = shape.cols;
   const bool keep_exps = kOp != Forward::Stats && !a.log_output<kOp>();
   static_assert(!kPrefetch || kPrefetchNextRow<T, A, kOp, K, R, kBlock>, "no room to prefetch");
+  static_assert(!kStaged || (kStageable<T, Y, kOp> && !kBlock && !kPrefetch), "no staged form");
+  Words* stage = nullptr;  // this warp's stage (kStaged)
+  if constexpr (kStaged) {
+    __shared__ Words stage_slots[register_block_limit(false, K) * K * R];
+    stage = stage_slots + (threadIdx.x >> 5) * 32 * K * R;
+  }
+  const int row_chunks = kStaged ? cols / V : 0;  // staged rows are whole chunks
   LoadedUnits<K> next;
   if constexpr (kPrefetch) {
     const bool live = walk.base < rows;
@@ -249,7 +275,19 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
     Held h[R];
     uint32_t bits[R][K];  // dropout's keep bits
-    if constexpr (kPrefetch) {
+    int staged = 0;       // chunks of the warp's rows in its stage (kStaged)
+    if constexpr (kStaged) {
+      const int64_t left = rows - walk.base;
+      staged = int(left < int64_t(walk.step) * R ? left : int64_t(walk.step) * R) * row_chunks;
+      stage_in<K * R>(a.x, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        LoadedUnits<K> u;
+        take_staged<K>(StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks}, staged,
+                       walk.place, u);
+        h[r].take(u, cols, walk.place, A(-INFINITY));
+      }
+    } else if constexpr (kPrefetch) {
       h[0].take(next, cols, walk.place, A(-INFINITY));
       const int64_t following = walk.base + walk.stride;
       const bool live = following < rows;
@@ -362,10 +400,13 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         if constexpr (kOp == Forward::Dropout && kGeneric<T>) {
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
         }
-        finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]),
-                                           f, LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r]);
+        finish_forward<T, Y, A, kOp, K, V, Held, kStaged>(
+            a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]), f,
+            LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r],
+            StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks});
       }
     }
+    if constexpr (kStaged) stage_out<K * R>(a.y, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));
   }
   if constexpr (kBlock) {
     if (shape.cluster > 1) cluster_barrier();  // no block leaves while a peer may read its scratch

@@ -29,8 +29,15 @@ struct Launches {
   static constexpr const char* kName = "softmax forward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
+    const SegmentWaves waves = kOp == Forward::Dropout ? SegmentWaves::Few : SegmentWaves::Many;
+    if constexpr (kStageable<T, Y, kOp>) {
+      if (staged_rows(plan, a.cols * Elem<T>::kBytes, a.x, a.y)) {
+        return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, true>, a, a.rows, a.cols,
+                               plan, env, kName, Looping::WhenAlone, waves);
+      }
+    }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName,
-                           Looping::WhenAlone, kOp == Forward::Dropout ? SegmentWaves::Few : SegmentWaves::Many);
+                           Looping::WhenAlone, waves);
   }
   // softmax_dropout's blocks ran slower on a looping grid. Where at most two blocks fit on an SM
   // (352 threads and more at 64 registers), the kernel with room for it prefetches the next row

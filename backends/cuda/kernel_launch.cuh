@@ -60,6 +60,16 @@ inline int64_t segment_waves_override() {
   return v;
 }
 
+// SOFTMAX_CUDA_STAGED_ROWS=0 (read once, for measuring and tests): segment kernels never move
+// their rows through a shared-memory stage (staged_rows).
+inline bool staged_rows_allowed() {
+  static const bool v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_STAGED_ROWS");
+    return s == nullptr || s[0] != '0';
+  }();
+  return v;
+}
+
 // SOFTMAX_CUDA_LOOP_ROWS (read once, for measuring): 0 gives every row group its own block or
 // cluster even where the rule of launch_register would loop; 1 loops every block and cluster
 // plan.
@@ -74,6 +84,16 @@ inline LoopRowsOverride loop_rows_override() {
 }
 
 }  // namespace launch_detail
+
+// Whether a segment plan's warps move their rows through a shared-memory stage
+// (warp_stage.cuh): segments of one or two lanes (whose vector accesses touch 16 or 32 rows, one
+// or two sectors of each) over rows that start and end on 16-byte boundaries in x and y. On the
+// H200 that ran rows of 4-32 f32 columns 9-38% faster and 16-bit rows of 8-64 columns 7-29%;
+// four-lane segments (64 f32, 128 16-bit columns) ran 1-6% slower staged (backends/cuda/TUNING.md).
+inline bool staged_rows(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
+  return launch_detail::staged_rows_allowed() && plan.strategy == Strategy::Segment && plan.width <= 2 &&
+         row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+}
 
 // How many waves of resident blocks a segment plan's grid holds at most; its blocks loop over the
 // remaining rows. Softmax's forward rows (log-softmax, statistics and mixed types too) take Many:

@@ -86,6 +86,25 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_log" : "");
     });
 
+// Rows of whole 16-byte chunks that a segment of one or two lanes holds move through the warps'
+// shared-memory stage (warp_stage.cuh): every such length and those of four-lane segments (not
+// staged), row counts that leave a warp's last rows empty, log-softmax, in place, and x and y one
+// chunk off (still on 16-byte boundaries, staged) or one element off (not staged).
+// SOFTMAX_CUDA_STAGED_ROWS=0 runs the same calls through the unstaged kernels.
+TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
+    const size_t chunk = 16 / element_size(t);
+    for (size_t cols = chunk; cols <= 16 * chunk; cols += chunk) {
+      for (size_t rows : {size_t{1}, size_t{7}, size_t{33}, size_t{1001}}) run_case({t, rows, cols});
+      run_case({t, 4099, cols, true});
+      run_case({t, 515, cols, false, chunk});
+      run_case({t, 515, cols, false, 1});
+      run_case({t, 515, cols, false, 0, true});
+    }
+  }
+}
+
 // Shapes that land on each branch of the launcher's table: warp groups of every width,
 // one block per row, clusters of 2/4/8, split rows for few rows, for long rows, and in several
 // L2-sized waves.
