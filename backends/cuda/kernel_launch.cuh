@@ -88,7 +88,7 @@ inline LoopRowsOverride loop_rows_override() {
 // Whether a segment plan's warps move their rows through a shared-memory stage
 // (warp_stage.cuh): segments of one or two lanes (whose vector accesses touch 16 or 32 rows, one
 // or two sectors of each) over rows that start and end on 16-byte boundaries in x and y. On the
-// H200 that ran rows of 4-32 f32 columns 9-38% faster and 16-bit rows of 8-64 columns 7-29%;
+// H200 that ran rows of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns 7-29%;
 // four-lane segments (64 f32, 128 16-bit columns) ran 1-6% slower staged (backends/cuda/TUNING.md).
 inline bool staged_rows(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
   return launch_detail::staged_rows_allowed() && plan.strategy == Strategy::Segment && plan.width <= 2 &&
