@@ -60,10 +60,12 @@ void tile_finish(const GradArrays& a, int64_t r0, int64_t nr, const T* row_dot) 
   const int64_t n = nr * a.grid.cols;
   const T* y = read_as<T>(a.y, first, n, GradSlot::A);
   const T* dy = read_as<T>(a.dy, first, n, GradSlot::B);
-  // Tiles follow each other in memory on a thread (for_tiles).
-  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log, true)) return;
+  // Tiles follow each other in memory on a thread (for_tiles): what lies past this one is read
+  // next, unless y and dy were widened into scratch.
+  const bool prefetch = a.y.type == kWorkDtype<T>;
+  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log, prefetch)) return;
   T* dx = result_space<T>(a.dx, first, n);
-  grad_rows(y, dy, dx, nr, a.grid.cols, row_dot, a.log);
+  grad_rows(y, dy, dx, nr, a.grid.cols, row_dot, a.log, prefetch);
   write_back(dx, a.dx, first, n);
 }
 

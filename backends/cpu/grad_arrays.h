@@ -116,12 +116,12 @@ inline void grad_finish(const double* y, const double* dy, double* dx, int64_t n
 }
 
 inline void grad_rows(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, const float* row_dot,
-                      bool log) {
-  grad_rows_f32(y, dy, dx, rows, cols, row_dot, log);
+                      bool log, bool prefetch_following) {
+  grad_rows_f32(y, dy, dx, rows, cols, row_dot, log, prefetch_following);
 }
 inline void grad_rows(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
-                      const double* row_dot, bool log) {
-  grad_rows_f64(y, dy, dx, rows, cols, row_dot, log);
+                      const double* row_dot, bool log, bool prefetch_following) {
+  grad_rows_f64(y, dy, dx, rows, cols, row_dot, log, prefetch_following);
 }
 
 inline void dropout_grad(const float* dy, const uint8_t* keep, float scale, int64_t n, float* g) {

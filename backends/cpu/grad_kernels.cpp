@@ -217,12 +217,25 @@ SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot,
   }
 }
 
+// The bytes of y and dy `ahead` elements past a row of n, prefetched (see grad_streamed_f32).
+template <class T>
+SOFTMAX_GRAD_INLINE void prefetch_ahead(const T* y, const T* dy, size_t n, size_t ahead) {
+  const char* a = reinterpret_cast<const char*>(y + ahead);
+  const char* b = reinterpret_cast<const char*>(dy + ahead);
+  for (size_t i = 0; i < n * sizeof(T); i += 64) {
+    __builtin_prefetch(a + i, 0, 3);
+    __builtin_prefetch(b + i, 0, 3);
+  }
+}
+
 template <class T>
 SOFTMAX_GRAD_INLINE void grad_rows(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols,
-                                   const T* row_dot, bool log) {
+                                   const T* row_dot, bool log, bool prefetch_following) {
   const size_t n = size_t(cols);
+  const size_t ahead = prefetch_following ? std::max<size_t>(n, 4096 / sizeof(T)) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
+    if (ahead != 0) prefetch_ahead(y + o, dy + o, n, ahead);
     const T dot = row_dot != nullptr ? row_dot[r] : lane_dot(y + o, dy + o, n, log);
     finish(y + o, dy + o, dx + o, n, dot, log);
   }
@@ -414,14 +427,14 @@ void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, d
 
 SOFTMAX_CPU_CLONES
 void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                   const float* row_dot, bool log) {
-  grad_rows(y, dy, dx, rows, cols, row_dot, log);
+                   const float* row_dot, bool log, bool prefetch_following) {
+  grad_rows(y, dy, dx, rows, cols, row_dot, log, prefetch_following);
 }
 
 SOFTMAX_CPU_CLONES
 void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
-                   const double* row_dot, bool log) {
-  grad_rows(y, dy, dx, rows, cols, row_dot, log);
+                   const double* row_dot, bool log, bool prefetch_following) {
+  grad_rows(y, dy, dx, rows, cols, row_dot, log, prefetch_following);
 }
 
 SOFTMAX_CPU_CLONES

@@ -51,11 +51,11 @@ void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, d
 
 // `rows` consecutive rows of `cols` <= kChunkElems elements each. With row_dot null, each row's
 // reduction is computed (as grad_dot_*) and the row finished while it is in cache; otherwise
-// row_dot[r] is used. dx may be dy.
+// row_dot[r] is used. dx may be dy. prefetch_following as for grad_streamed_f32.
 void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                   const float* row_dot, bool log);
+                   const float* row_dot, bool log, bool prefetch_following);
 void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
-                   const double* row_dot, bool log);
+                   const double* row_dot, bool log, bool prefetch_following);
 
 // grad_rows_f32 (rows of cols <= kChunkElems; or, with rows == 1 and row_dot given, one chunk of
 // a longer row) written to the caller's dx with non-temporal stores, then a store fence. Returns
