@@ -3,10 +3,10 @@
 // w apart, so where w is small (one or two lanes: rows of up to 32 f32 or 64 16-bit columns)
 // each vector load or store of the warp touches 32 / w rows, one or two sectors of each, and the
 // L2 serves many partial requests per instruction (Nsight Compute: L2 throughput at 92% of peak
-// with DRAM at 73% for rows of 32 f32 columns). Where every row starts and ends on a 16-byte boundary the
-// warp's rows are one contiguous run of chunks: the warp loads (and stores) that run with
-// consecutive lanes on consecutive chunks, through a shared-memory stage, and each lane takes
-// (and leaves) its own chunks there in the segment's layout.
+// with DRAM at 73% for rows of 32 f32 columns). Where every row starts and ends on a 16-byte
+// boundary the warp's rows are one contiguous run of chunks: the warp loads (and stores) that
+// run with consecutive lanes on consecutive chunks, through a shared-memory stage, and each lane
+// takes (and leaves) its own chunks there in the segment's layout.
 #pragma once
 
 #include <cuda_runtime.h>
