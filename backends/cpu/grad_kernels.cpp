@@ -217,7 +217,14 @@ SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot,
   }
 }
 
-// The bytes of y and dy `ahead` elements past a row of n, prefetched (see grad_streamed_f32).
+// How far past each element a tile's finishing loop prefetches y and dy (grad_streamed_f32):
+// the next row, or 4 KB for shorter rows.
+template <class T>
+SOFTMAX_GRAD_INLINE size_t prefetch_distance(size_t n) {
+  return std::max<size_t>(n, 4096 / sizeof(T));
+}
+
+// The bytes of y and dy `ahead` elements past a row of n, prefetched.
 template <class T>
 SOFTMAX_GRAD_INLINE void prefetch_ahead(const T* y, const T* dy, size_t n, size_t ahead) {
   const char* a = reinterpret_cast<const char*>(y + ahead);
@@ -232,7 +239,7 @@ template <class T>
 SOFTMAX_GRAD_INLINE void grad_rows(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols,
                                    const T* row_dot, bool log, bool prefetch_following) {
   const size_t n = size_t(cols);
-  const size_t ahead = prefetch_following ? std::max<size_t>(n, 4096 / sizeof(T)) : 0;
+  const size_t ahead = prefetch_following ? prefetch_distance<T>(n) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
     if (ahead != 0) prefetch_ahead(y + o, dy + o, n, ahead);
@@ -402,7 +409,7 @@ bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows,
 #if SOFTMAX_CPU_X86_LEVELS
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
-  const size_t ahead = prefetch_following ? std::max<size_t>(n, 1024) : 0;
+  const size_t ahead = prefetch_following ? prefetch_distance<float>(n) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
     const float dot = row_dot != nullptr ? row_dot[r] : grad_dot_f32(y + o, dy + o, cols, log);

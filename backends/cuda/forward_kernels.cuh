@@ -157,8 +157,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
   }
   if constexpr (kStaged) {
     Words c[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+    pack_chunks<Y, A, K, V>(v, c);
     if (live) leave_staged<K>(staged, p, c);
   } else {
     store_row<T, Y, A, K, V, kRowsInPieces<kOp, Y>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
@@ -266,6 +265,10 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
     stage = stage_slots + (threadIdx.x >> 5) * 32 * K * R;
   }
   const int row_chunks = kStaged ? cols / V : 0;  // staged rows are whole chunks
+  // Where the thread's r-th row of the current group lies in its warp's stage.
+  const auto staged_row = [&](int r) {
+    return StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks};
+  };
   LoadedUnits<K> next;
   if constexpr (kPrefetch) {
     const bool live = walk.base < rows;
@@ -283,8 +286,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         LoadedUnits<K> u;
-        take_staged<K>(StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks}, staged,
-                       walk.place, u);
+        take_staged<K>(staged_row(r), staged, walk.place, u);
         h[r].take(u, cols, walk.place, A(-INFINITY));
       }
     } else if constexpr (kPrefetch) {
@@ -402,8 +404,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         }
         finish_forward<T, Y, A, kOp, K, V, Held, kStaged>(
             a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]), f,
-            LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r],
-            StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks});
+            LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r], staged_row(r));
       }
     }
     if constexpr (kStaged) stage_out<K * R>(a.y, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));

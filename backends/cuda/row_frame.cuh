@@ -120,6 +120,13 @@ __device__ __forceinline__ Words pack_as(const A (&v)[V]) {
   return c;
 }
 
+// A thread's chunks of values as the bytes of storage type Y (pack_as, chunk by chunk).
+template <class Y, class A, int K, int V>
+__device__ __forceinline__ void pack_chunks(const A (&v)[K][V], Words (&c)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+}
+
 // Writes a thread's chunks of values to a row stored as Y, through the realigning store (or, with
 // kPieces, in pieces: store_chunks_in_pieces): a chunk of V values makes 16 bytes of Y (Y of the
 // layout's element size, or f32 from a Narrow 16-bit layout) or 8 (an f32 row stored as 16-bit).
@@ -129,8 +136,7 @@ __device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live,
   constexpr int kUnit = V * Elem<Y>::kBytes;
   static_assert(kUnit == 16 || kUnit == 8, "a chunk's output is one 16- or 8-byte unit");
   Words c[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
+  pack_chunks<Y, A, K, V>(v, c);
   if constexpr (kPieces) {
     store_chunks_in_pieces<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
   } else {
