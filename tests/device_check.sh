@@ -70,7 +70,7 @@ stamp "correctness suites"
 # later in the whole suite, earlier tests have done it already.
 lb timeout "$(cap 60)" "$CUDA_TESTS" --gtest_filter='CudaRuntime.GraphCaptureAndReplay' > "$L/capture_first.log" 2>&1
 echo "rc=$?" >> "$L/capture_first.log"
-lb timeout "$(cap 180)" "$CUDA_TESTS" > "$L/cuda_tests.log" 2>&1
+lb timeout "$(cap 240)" "$CUDA_TESTS" > "$L/cuda_tests.log" 2>&1
 echo "rc=$?" >> "$L/cuda_tests.log"
 # The ctest entries cuda.forced_* (tests/cuda/CMakeLists.txt): each row strategy forced, and
 # the plan of GPUs without thread-block clusters (SOFTMAX_CUDA_MAX_CLUSTER=1).
@@ -84,6 +84,15 @@ done
 ( SOFTMAX_CUDA_MAX_CLUSTER=1 lb timeout "$(cap 270)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
     > "$L/forced_no_clusters.log" 2>&1
   echo "rc=$?" >> "$L/forced_no_clusters.log" ) &
+# The ctest entries cuda.forced_split_waves and cuda.forced_split_resident: split rows in waves
+# only, and through the resident split only (one tile per part).
+SPLIT_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShapes/*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase'
+( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=0 lb timeout "$(cap 270)" "$CUDA_TESTS" \
+    --gtest_filter="$SPLIT_FILTER:CudaBackward.*:CudaRowsSplit.*:CudaRowsSingleLongRow.*" > "$L/forced_split_waves.log" 2>&1
+  echo "rc=$?" >> "$L/forced_split_waves.log" ) &
+( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=1 lb timeout "$(cap 270)" "$CUDA_TESTS" \
+    --gtest_filter="$SPLIT_FILTER:CudaBackward.*-CudaBackward.SplitRowsInRounds" > "$L/forced_split_resident.log" 2>&1
+  echo "rc=$?" >> "$L/forced_split_resident.log" ) &
 wait
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1
 lb timeout "$(cap 60)" "$REL_TESTS" --gtest_filter='CudaDeterminism.*' > "$L/determinism_tests.log" 2>&1
@@ -112,7 +121,7 @@ san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllSha
 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters comparison_tests determinism_tests api_tests semantics_tests; do
+for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters forced_split_waves forced_split_resident comparison_tests determinism_tests api_tests semantics_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
 cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"

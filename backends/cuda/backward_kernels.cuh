@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Backward kernels of softmax_rows (and the sharded backward's statistics and finish), with the
-// same two strategies as the forward (forward_kernels.cuh): rows held in registers, or split
-// into parts whose dot products are merged before the parts are read again.
+// same strategies as the forward (forward_kernels.cuh): rows held in registers, or split into
+// parts whose dot products are merged before the parts are read again (in waves) or taken again
+// from shared memory (the resident split, resident_split.cuh).
 //
 //   softmax      D = sum(dy * y),  dx = y * (dy - D)
 //   log-softmax  D = sum(dy),      dx = dy - exp(y) * D
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "backends/cuda/forward_kernels.cuh"
+#include "backends/cuda/resident_split.cuh"
 #include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
 
@@ -180,6 +182,67 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     A dx[K][V];
     backward_finish<A, K, V>(y, dy, D, a.log_softmax, dx);
     store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit, true, a.dx_dtype, p, dx);
+  }
+}
+
+// The resident split (resident_split.cuh): each block stashes its part's tiles of y and dy while
+// it sums its share of D, then finishes dx from the stash once its group has every share.
+template <class T, class Y, class A, Backward kOp>
+__global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward(BackwardArgs a,
+                                                                                 ResidentSplit<Sums<A, 1>> rs) {
+  static_assert(kOp == Backward::Full, "only the full backward reduces and writes dx");
+  constexpr int V = kChunkElems<T>;
+  constexpr int K = kSplitK / 2;  // two arrays in registers
+  constexpr int64_t kTile = int64_t(kSplitThreads) * K;
+  using Part = Sums<A, 1>;
+  using Held = HeldRow<T, A, K, V>;
+  constexpr int kArrayWords = kHeldWords<Held> * kSplitThreads;
+  extern __shared__ uint4 stash[];
+  __shared__ BlockScratch<Part, 1> scratch;
+  const PartExchange<Part>& ex = rs.exchange;
+  const int64_t cols = a.cols;
+  const int64_t chunks = (cols + V - 1) / V;
+  const int group = int(blockIdx.x) / ex.parts;
+  const int part = int(blockIdx.x) % ex.parts;
+  const int64_t begin = part * rs.part_chunks;
+  const int64_t end = begin + rs.part_chunks < chunks ? begin + rs.part_chunks : chunks;
+  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  auto limit_at = [&](int64_t col0) {
+    return int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+  };
+
+  unsigned round = 0;
+  for (int64_t row = group; row < a.rows; row += ex.groups, ++round) {
+    A d = A(0);
+    uint4* tile_stash = stash;
+    for (int64_t t = begin; t < end; t += kTile, tile_stash += 2 * kArrayWords) {
+      const int64_t col0 = t * V;
+      const int limit = limit_at(col0);
+      Held y, dy;
+      y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+      dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+      d += backward_dot<A, K, V>(y, dy, a.log_softmax);
+      stash_held<kSplitThreads>(tile_stash, y);
+      stash_held<kSplitThreads>(tile_stash + kArrayWords, dy);
+    }
+    Part red[1] = {Part{{d}}};
+    block_reduce(red, scratch, 0, 1);
+    if (threadIdx.x == 0) ex.publish_and_wait(group, part, round, red[0]);
+    __syncthreads();
+    red[0] = ex.template merged<kSplitThreads>(group, round);
+    block_reduce(red, scratch, 1, 1);
+    const A D = red[0].s[0];
+    tile_stash = stash;
+    for (int64_t t = begin; t < end; t += kTile, tile_stash += 2 * kArrayWords) {
+      const int64_t col0 = t * V;
+      Held y, dy;
+      unstash_held<kSplitThreads>(tile_stash, y);
+      unstash_held<kSplitThreads>(tile_stash + kArrayWords, dy);
+      A dx[K][V];
+      backward_finish<A, K, V>(y, dy, D, a.log_softmax, dx);
+      store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit_at(col0), true, a.dx_dtype, p, dx);
+    }
   }
 }
 

@@ -28,10 +28,18 @@ struct Launches {
     return launch_register(register_rows_backward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName);
   }
   Outcome split() const {
+    constexpr int kTileChunks = kSplitThreads * (kSplitK / 2);
+    if constexpr (kOp == Backward::Full) {
+      bool launched = false;
+      if (Outcome o = launch_resident_split(resident_split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V,
+                                            kTileChunks, 2 * kHeldWords<HeldRow<T, A, kSplitK / 2, V>>, env, kName,
+                                            &launched);
+          !o.good() || launched)
+        return o;
+    }
     const int64_t bytes_per_col = 2 * (kGeneric<T> ? dtype_bytes(a.y_dtype) : Elem<T>::kBytes);
-    return launch_split<Sums<A, 1>>(split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V,
-                                    kSplitThreads * (kSplitK / 2), bytes_per_col, kOp != Backward::FromStats, env,
-                                    kName);
+    return launch_split<Sums<A, 1>>(split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V, kTileChunks,
+                                    bytes_per_col, kOp != Backward::FromStats, env, kName);
   }
 };
 

@@ -36,6 +36,8 @@ cudaError_t read_limits(int device, DeviceLimits* l) {
   l->l2_bytes = static_cast<size_t>(v);
   if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, device))) return e;
   l->cluster_launch = v != 0;
+  if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device))) return e;
+  l->cooperative_launch = v != 0;
   return cudaSuccess;
 }
 

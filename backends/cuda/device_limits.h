@@ -16,6 +16,7 @@ struct DeviceLimits {
   int max_smem_per_block_optin = 0;  // bytes
   size_t l2_bytes = 0;
   bool cluster_launch = false;       // thread-block clusters (sm_90+)
+  bool cooperative_launch = false;   // grids whose blocks are all resident at once
 };
 
 // Limits of `device`, filled on first use (thread-safe; later calls only read).

@@ -60,6 +60,14 @@ struct Launches {
                            kOp == Forward::Dropout ? Looping::Never : Looping::WhenAlone);
   }
   Outcome split() const {
+    if constexpr (kOp == Forward::Softmax || kOp == Forward::Dropout) {
+      bool launched = false;
+      if (Outcome o = launch_resident_split(resident_split_rows_forward<T, Y, A, kOp>, a, a.rows, a.cols, V,
+                                            int(kSplitTile), kHeldWords<ResidentHeld<T, Y, A, kOp>>, env, kName,
+                                            &launched);
+          !o.good() || launched)
+        return o;
+    }
     const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;
     return launch_split<Weighted<A, 1>>(split_rows_forward<T, Y, A, kOp>, a, a.rows, a.cols, V, int(kSplitTile),
                                         bytes_per_col, kOp != Forward::FromStats, env, kName);

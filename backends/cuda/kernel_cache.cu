@@ -11,14 +11,17 @@
 namespace softmax_internal {
 namespace {
 
-// What was asked: resident groups of (threads, cluster), or the large-cluster opt-in (threads 0).
+// What was asked: resident groups of (threads, cluster, dynamic shared memory), or an opt-in
+// (threads 0: clusters of 16 blocks, or `smem` bytes of dynamic shared memory).
 struct Key {
   const void* kernel;
   int device;
   int threads;
   int cluster;
+  int smem = 0;
   bool operator==(const Key& o) const {
-    return kernel == o.kernel && device == o.device && threads == o.threads && cluster == o.cluster;
+    return kernel == o.kernel && device == o.device && threads == o.threads && cluster == o.cluster &&
+           smem == o.smem;
   }
 };
 
@@ -77,6 +80,26 @@ Outcome resident_clusters(const void* kernel, int device, int threads, int clust
   }
   *clusters = std::max(1, n);
   remember(key, *clusters);
+  return Outcome::ok();
+}
+
+Outcome resident_blocks_with_smem(const void* kernel, int device, int threads, int smem, int max_smem, int sm_count,
+                                  int* blocks) {
+  const Key key{kernel, device, threads, 1, smem};
+  if (cached(key, blocks)) return Outcome::ok();
+  int done = 0;
+  const Key opt_in{kernel, device, 0, 1, max_smem};
+  if (!cached(opt_in, &done)) {
+    {
+      const RelaxedCaptureMode relaxed;  // the first such call may be under graph capture
+      SOFTMAX_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
+    }
+    remember(opt_in, 1);
+  }
+  int per_sm = 0;
+  SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, size_t(smem)));
+  *blocks = per_sm * sm_count;
+  remember(key, *blocks);
   return Outcome::ok();
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Facts about compiled kernels that the launches need on every call and the runtime is slow to
-// answer: resident blocks or clusters per device, and the one-time opt-in to clusters of 16
-// blocks. Asked once per kernel, device and shape, and cached.
+// answer: resident blocks or clusters per device, and the one-time opt-ins to clusters of 16
+// blocks and to more than 48 KB of dynamic shared memory. Asked once per kernel, device and shape, and cached.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +18,10 @@ Outcome resident_blocks(const void* kernel, int device, int threads, int sm_coun
 // allow_large_clusters first.
 Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int sm_count, int* clusters);
 
+// Blocks of `threads` threads of `kernel` with `smem` bytes of dynamic shared memory resident at
+// once on the whole device (0 when not even one fits). The first call for a kernel lets it take up to `max_smem`.
+Outcome resident_blocks_with_smem(const void* kernel, int device, int threads, int smem, int max_smem, int sm_count,
+                                  int* blocks);
 // Lets `kernel` launch clusters of more than 8 blocks (a kernel-wide attribute, set once).
 Outcome allow_large_clusters(const void* kernel, int device);
 

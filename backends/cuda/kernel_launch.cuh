@@ -70,6 +70,24 @@ inline bool staged_rows_allowed() {
   return v;
 }
 
+// SOFTMAX_CUDA_RESIDENT_SPLIT (read once, for measuring and tests): 0 never runs the resident
+// split (split rows always run in waves); n in 1..4 holds n tiles per part (as many as fit in
+// the stash, if fewer) and fails a call whose rows it cannot hold rather than running the waves,
+// so a test run under it knows the resident kernel ran; -1 (unset or invalid) keeps
+// launch_resident_split's choice.
+inline int resident_split_override() {
+  static const int v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_RESIDENT_SPLIT");
+    if (s == nullptr || s[0] < '0' || s[0] > '4' || s[1] != '\0') return -1;
+    return s[0] - '0';
+  }();
+  return v;
+}
+
+// Shared memory a resident split block keeps its part in, at most: three blocks per SM (two for
+// dropout) fit on sm_90 beside their reduction scratch.
+constexpr int kResidentStashBytes = 64 * 1024;
+
 // SOFTMAX_CUDA_LOOP_ROWS (read once, for measuring): 0 gives every row group its own block or
 // cluster even where the rule of launch_register would loop; 1 loops every block and cluster
 // plan.
@@ -245,6 +263,81 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   // Freed in stream order even after a failed launch, so the pool never leaks.
   const cudaError_t free_err = workspace_free(partials, env.stream);
   if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
+  return result;
+}
+
+// Launches the resident split of `kernel` (forward_kernels.cuh, backward_kernels.cuh) for rows
+// that the resident blocks' shared memory holds part by part, one cooperative launch for all
+// rows, and sets *launched; leaves it false where the row is too long (or the device cannot
+// launch cooperatively), for launch_split's waves to run instead. A tile is `tile_chunks` chunks,
+// stashed in `held_words` 16-byte words per thread (every array the kernel holds). Parts take as
+// many tiles as the stash holds (kResidentStashBytes): on the H200, 256 rows of 1M f32 columns ran
+// at 3.2 TB/s with four tiles per part, 2.3 with two, as each round's wait for the group is paid
+// over more bytes. Like the waves' parts, they depend only on the row length and the device.
+template <class Part, class Args>
+Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<Part>), const Args& args, int64_t rows,
+                              int64_t cols, int chunk_elems, int tile_chunks, int held_words, const LaunchEnv& env,
+                              const char* name, bool* launched) {
+  using namespace launch_detail;
+  *launched = false;
+  const int forced = resident_split_override();
+  auto cannot = [&](const char* why) {
+    if (forced <= 0) return Outcome::ok();
+    return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR, "SOFTMAX_CUDA_RESIDENT_SPLIT forces the resident split, which "
+                                                        "cannot run rows of " + std::to_string(cols) + " columns: " + why);
+  };
+  if (forced == 0) return Outcome::ok();
+  if (!env.limits->cooperative_launch) return cannot("this device has no cooperative launches");
+  const void* fn = reinterpret_cast<const void*>(kernel);
+  const int64_t tiles = ceil_div(ceil_div(cols, chunk_elems), tile_chunks);
+  const int tile_bytes = held_words * 16 * cuda_kernels::kSplitThreads;
+  const int max_tiles = kResidentStashBytes / tile_bytes;
+  const int tiles_per_part = forced > 0 ? std::min(forced, max_tiles) : max_tiles;
+  int resident = 0;
+  if (Outcome o = resident_blocks_with_smem(fn, env.device, cuda_kernels::kSplitThreads, tiles_per_part * tile_bytes,
+                                            kResidentStashBytes, env.limits->sm_count, &resident);
+      !o.good())
+    return o;
+  const int64_t parts = ceil_div(tiles, tiles_per_part);
+  if (parts > resident) return cannot("its parts outnumber the resident blocks");
+  const int64_t groups = std::min(resident / parts, rows);
+  // Arrivals are counted up to (rounds + 1) * parts on 32 bits.
+  if ((ceil_div(rows, groups) + 1) * parts >= (int64_t{1} << 32)) return cannot("too many rows for the counters");
+
+  const size_t partial_bytes = size_t(2 * groups * parts) * sizeof(Part);
+  void* workspace = nullptr;
+  if (Outcome o = workspace_alloc(env.device, partial_bytes + size_t(groups) * sizeof(unsigned), env.stream,
+                                  &workspace);
+      !o.good())
+    return o;
+  cuda_kernels::ResidentSplit<Part> rs{};
+  rs.part_chunks = int64_t(tiles_per_part) * tile_chunks;
+  rs.exchange.partials = static_cast<Part*>(workspace);
+  rs.exchange.arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes);
+  rs.exchange.parts = static_cast<int>(parts);
+  rs.exchange.groups = static_cast<int>(groups);
+  Outcome result = Outcome::ok();
+  if (const cudaError_t zeroed = cudaMemsetAsync(rs.exchange.arrivals, 0, size_t(groups) * sizeof(unsigned), env.stream);
+      zeroed != cudaSuccess) {
+    result = cuda_failure("cudaMemsetAsync", zeroed);
+  } else {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(groups * parts));
+    cfg.blockDim = dim3(cuda_kernels::kSplitThreads);
+    cfg.dynamicSmemBytes = static_cast<size_t>(tiles_per_part * tile_bytes);
+    cfg.stream = env.stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args, rs);
+    result = err != cudaSuccess ? cuda_failure(name, err) : cuda_launch_outcome(name);
+  }
+  // Freed in stream order even after a failed launch, so the pool never leaks.
+  const cudaError_t free_err = workspace_free(workspace, env.stream);
+  if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
+  *launched = result.good();
   return result;
 }
 

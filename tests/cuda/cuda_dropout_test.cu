@@ -89,7 +89,7 @@ TEST(CudaDropout, MaskMatchesCpuBitForBit) {
   const std::pair<size_t, size_t> shapes[] = {{1, 1},     {3, 5},       {7, 3},     {33, 31},   {65, 32},
                                               {17, 33},   {9, 127},     {31, 1000}, {5, 1023},  {11, 1025},
                                               {3, 4097},  {13, 8200},   {2, 12345}, {67, 32768}, {3, 32769},
-                                              {2, 65537}, {1, 1 << 20}, {1, 300001}};
+                                              {2, 65537}, {1, 1 << 20}, {1, 300001}, {19, 400001}};
   const uint64_t seeds[] = {0, 1, 0x123456789abcdefull, 0xffffffffffffffffull};
   const uint64_t offsets[] = {0, 1, 2, 3, 4, 7, 0x100000001ull, 0xfffffffffffffffdull};
   int i = 0;

@@ -135,6 +135,18 @@ TEST(CudaBackward, InPlaceAndMisaligned) {
   }
 }
 
+// Rows past a cluster's registers: the resident split in many rounds of its groups (more rows
+// than groups), aligned and not, softmax and log-softmax, in place; and past what the resident
+// blocks hold (on the H200 about 3.2M columns), in waves.
+TEST(CudaBackward, SplitRowsInRounds) {
+  REQUIRE_GPU();
+  run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 60, 300001, false, 0, false);
+  run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 41, 262147, true, 1, true);
+  run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, 40, 600001, true, 1, false);
+  run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, 9, 1 << 20, false, 0, true);
+  run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 2, 4000000, false, 0, false);
+}
+
 // More rows than the device holds blocks or clusters of the long-row kernels at once, so the
 // grid loops over the rows (launch_register), with aligned and misaligned rows.
 TEST(CudaBackward, LoopingGridOfLongRows) {

@@ -124,6 +124,23 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   }
 }
 
+// Rows past a cluster's registers. Those whose parts fit in the shared memory of the resident
+// blocks run the resident split (one cooperative launch; on the H200 up to about 6.4M columns):
+// a lone row, rows in several rounds of groups, rows just past a cluster, misaligned, log-softmax
+// and in place; 7M columns run in waves. SOFTMAX_CUDA_RESIDENT_SPLIT=0 runs every call in waves.
+TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
+  REQUIRE_GPU();
+  const std::pair<size_t, size_t> shapes[] = {{1, 262145}, {9, size_t{1} << 20}, {40, 262147},
+                                              {21, 600001}, {1, 6000000},        {2, 7000000}};
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (auto [rows, cols] : shapes) {
+      run_case({t, rows, cols, false});
+      run_case({t, rows, cols, true, 1});
+    }
+    run_case({t, 5, 400003, false, 0, true});
+  }
+}
+
 // Many rows: more than the warp kernel's grid has groups, so its row loop takes several steps
 // (groups of 1 and 32 lanes), and tens of thousands of single blocks or clusters of 2 per row.
 TEST(CudaRowsStrategies, PersistentGridRowLoops) {

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the resident split kernels share (resident_split_rows_forward, forward_kernels.cuh, and
+// resident_split_rows_backward, backward_kernels.cuh): rows cut into parts of whole tiles, one
+// block a part, in one cooperative launch; each block keeps its part's tiles in shared memory as
+// they were loaded (the stash), so the row is read once, and exchanges its part's partial with
+// the other blocks of its row through global memory (the part exchange).
+//
+// The grid is `groups` groups of `parts` blocks; group g's blocks take rows g, g + groups, ...
+// in rounds. In each round every block publishes its part's partial, then waits until all
+// `parts` blocks of its group have published that round's, then reads them all. Partials are
+// double-buffered by round parity, and arrivals are counted on one counter per group that is
+// zeroed before the launch and never reset: round r is complete at (r + 1) * parts arrivals.
+//
+// Why this cannot deadlock or race: the launch is cooperative, so every block is resident and a
+// block only ever waits on running peers of its own group, which do not wait on anything of a
+// later round. A block that writes round r + 2's partials (the buffer of round r) has seen the
+// whole group arrive in round r + 1, and a peer arrives there only after reading round r's.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backends/cuda/row_math.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+// A partial read past L1 (which is not coherent with the peers' writes).
+template <class A, int N>
+__device__ __forceinline__ Weighted<A, N> load_past_l1(const Weighted<A, N>* p) {
+  Weighted<A, N> r;
+  r.m = __ldcg(&p->m);
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.s[i] = __ldcg(&p->s[i]);
+  return r;
+}
+template <class A, int N>
+__device__ __forceinline__ Sums<A, N> load_past_l1(const Sums<A, N>* p) {
+  Sums<A, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.s[i] = __ldcg(&p->s[i]);
+  return r;
+}
+
+template <class Part>
+struct PartExchange {
+  Part* partials;      // [2][groups][parts]
+  unsigned* arrivals;  // [groups], zero at launch
+  int parts;
+  int groups;
+
+  __device__ __forceinline__ Part* round_slots(int group, unsigned round) const {
+    return partials + (size_t(round & 1u) * unsigned(groups) + unsigned(group)) * unsigned(parts);
+  }
+
+  // Thread 0 of the block of `part`: publishes `mine` for this round, then returns once the
+  // whole group has. The caller's __syncthreads() then carries the acquire to the other threads.
+  __device__ __forceinline__ void publish_and_wait(int group, int part, unsigned round, const Part& mine) const {
+    round_slots(group, round)[part] = mine;
+    unsigned* counter = arrivals + group;
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
+    const unsigned complete = (round + 1u) * unsigned(parts);
+    for (;;) {
+      unsigned seen;
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+      if (seen >= complete) break;
+      __nanosleep(32);
+    }
+  }
+
+  // The row's partial: every part's, merged in the same order in every block of the group.
+  template <int kThreads>
+  __device__ __forceinline__ Part merged(int group, unsigned round) const {
+    Part acc = Identity<Part>::value();
+    const Part* slots = round_slots(group, round);
+    for (int i = int(threadIdx.x); i < parts; i += kThreads) acc = merge(acc, load_past_l1(slots + i));
+    return acc;
+  }
+};
+
+// A launch: parts of `part_chunks` chunks (whole tiles), exchanging Part partials.
+template <class Part>
+struct ResidentSplit {
+  int64_t part_chunks;
+  PartExchange<Part> exchange;
+};
+
+// Shared memory one held tile (a HeldRow: the values or packed chunks a thread holds) takes per
+// thread, in 16-byte words; consecutive threads take consecutive words, so no bank conflicts.
+template <class Held>
+constexpr int kHeldWords = int(sizeof(Held) / 16);
+
+template <int kThreads, class Held>
+__device__ __forceinline__ void stash_held(uint4* tile, const Held& h) {
+  static_assert(sizeof(Held) % 16 == 0, "a held tile fills whole 16-byte words");
+#pragma unroll
+  for (int i = 0; i < kHeldWords<Held>; ++i) {
+    uint4 w;
+    memcpy(&w, reinterpret_cast<const char*>(&h) + 16 * i, 16);
+    tile[i * kThreads + threadIdx.x] = w;
+  }
+}
+
+template <int kThreads, class Held>
+__device__ __forceinline__ void unstash_held(const uint4* tile, Held& h) {
+#pragma unroll
+  for (int i = 0; i < kHeldWords<Held>; ++i) {
+    const uint4 w = tile[i * kThreads + threadIdx.x];
+    memcpy(reinterpret_cast<char*>(&h) + 16 * i, &w, 16);
+  }
+}
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal
