@@ -201,24 +201,16 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   __shared__ BlockScratch<Part, 1> scratch;
   const PartExchange<Part>& ex = rs.exchange;
   const int64_t cols = a.cols;
-  const int64_t chunks = (cols + V - 1) / V;
-  const int group = int(blockIdx.x) / ex.parts;
-  const int part = int(blockIdx.x) % ex.parts;
-  const int64_t begin = part * rs.part_chunks;
-  const int64_t end = begin + rs.part_chunks < chunks ? begin + rs.part_chunks : chunks;
-  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const ResidentPart at(rs, cols, V);
   const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
-  auto limit_at = [&](int64_t col0) {
-    return int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
-  };
 
   unsigned round = 0;
-  for (int64_t row = group; row < a.rows; row += ex.groups, ++round) {
+  for (int64_t row = at.group; row < a.rows; row += ex.groups, ++round) {
     A d = A(0);
     uint4* tile_stash = stash;
-    for (int64_t t = begin; t < end; t += kTile, tile_stash += 2 * kArrayWords) {
+    for (int64_t t = at.begin; t < at.end; t += kTile, tile_stash += 2 * kArrayWords) {
       const int64_t col0 = t * V;
-      const int limit = limit_at(col0);
+      const int limit = at.limit(col0, kTile * V);
       Held y, dy;
       y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
       dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
@@ -228,20 +220,20 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
     }
     Part red[1] = {Part{{d}}};
     block_reduce(red, scratch, 0, 1);
-    if (threadIdx.x == 0) ex.publish_and_wait(group, part, round, red[0]);
+    if (threadIdx.x == 0) ex.publish_and_wait(at.group, at.part, round, red[0]);
     __syncthreads();
-    red[0] = ex.template merged<kSplitThreads>(group, round);
+    red[0] = ex.template merged<kSplitThreads>(at.group, round);
     block_reduce(red, scratch, 1, 1);
     const A D = red[0].s[0];
     tile_stash = stash;
-    for (int64_t t = begin; t < end; t += kTile, tile_stash += 2 * kArrayWords) {
+    for (int64_t t = at.begin; t < at.end; t += kTile, tile_stash += 2 * kArrayWords) {
       const int64_t col0 = t * V;
       Held y, dy;
       unstash_held<kSplitThreads>(tile_stash, y);
       unstash_held<kSplitThreads>(tile_stash + kArrayWords, dy);
       A dx[K][V];
       backward_finish<A, K, V>(y, dy, D, a.log_softmax, dx);
-      store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit_at(col0), true, a.dx_dtype, p, dx);
+      store_row<T, Y, A, K, V>(a.dx, row * cols + col0, at.limit(col0, kTile * V), true, a.dx_dtype, p, dx);
     }
   }
 }

@@ -447,6 +447,23 @@ struct SplitTile {
   int limit;     // columns of the tile that belong to the part and the row
 };
 
+// Writes a split tile from its held inputs (split_rows_forward, resident_split_rows_forward):
+// softmax first takes their exps under the row's shift where the tile holds values (a packed
+// tile takes them in finish_forward).
+template <class T, class Y, class A, Forward kOp, int K, int V, class Held>
+__device__ __forceinline__ void finish_split_tile(const ForwardArgs& a, uint64_t flat0, int limit, const Place& p,
+                                                  Held& h, const Shift<A>& sh, A factor, LogShift<A> log,
+                                                  const uint32_t (&bits)[K]) {
+  if (Held::kHoldsValues && !a.log_output<kOp>()) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) h.set(k, j, sh.exp(h.get(k, j)));
+    }
+  }
+  finish_forward<T, Y, A, kOp, K, V>(a, flat0, limit, true, p, h, sh, factor, log, bits);
+}
+
 template <class T, class Y, class A, Forward kOp>
 __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
   constexpr int V = kChunkElems<T>;
@@ -517,14 +534,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
     h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
-    if (!a.log_output<kOp>()) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) h.set(k, j, sh.exp(h.get(k, j)));
-      }
-    }
-    finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, h, sh, factor, log, bits);
+    finish_split_tile<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, p, h, sh, factor, log, bits);
   }
 }
 
@@ -549,26 +559,18 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   __shared__ BlockScratch<Part, 1> scratch;
   const PartExchange<Part>& ex = rs.exchange;
   const int64_t cols = a.cols;
-  const int64_t chunks = (cols + V - 1) / V;
-  const int group = int(blockIdx.x) / ex.parts;
-  const int part = int(blockIdx.x) % ex.parts;
-  const int64_t begin = part * rs.part_chunks;
-  const int64_t end = begin + rs.part_chunks < chunks ? begin + rs.part_chunks : chunks;
-  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const ResidentPart at(rs, cols, V);
   const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
-  auto limit_at = [&](int64_t col0) {
-    return int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
-  };
 
   unsigned round = 0;
-  for (int64_t row = group; row < a.rows; row += ex.groups, ++round) {
+  for (int64_t row = at.group; row < a.rows; row += ex.groups, ++round) {
     // The part's (max, sum), its tiles kept as loaded.
     Part acc{A(-INFINITY), {A(0)}};
     uint4* tile_stash = stash;
-    for (int64_t t = begin; t < end; t += kSplitTile, tile_stash += kTileWords) {
+    for (int64_t t = at.begin; t < at.end; t += kSplitTile, tile_stash += kTileWords) {
       const int64_t col0 = t * V;
       Held h;
-      h.load(a.x, a.x_end, row * cols + col0, limit_at(col0), true, a.x_dtype, p, A(-INFINITY));
+      h.load(a.x, a.x_end, row * cols + col0, at.limit(col0, kSplitTile * V), true, a.x_dtype, p, A(-INFINITY));
       Part tile;
       fold_exps<A, K, V>(h, false, tile);
       acc = merge(acc, tile);
@@ -576,10 +578,10 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0, 1);
-    if (threadIdx.x == 0) ex.publish_and_wait(group, part, round, red[0]);
+    if (threadIdx.x == 0) ex.publish_and_wait(at.group, at.part, round, red[0]);
     __syncthreads();
 
-    red[0] = ex.template merged<kSplitThreads>(group, round);
+    red[0] = ex.template merged<kSplitThreads>(at.group, round);
     block_reduce(red, scratch, 1, 1);
     const A M = red[0].m, S = red[0].s[0];
     const Shift<A> sh(M);
@@ -587,23 +589,16 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
     const LogShift<A> log = LogShift<A>::of(a.log_output<kOp>(), M, S);
     tile_stash = stash;
-    for (int64_t t = begin; t < end; t += kSplitTile, tile_stash += kTileWords) {
+    for (int64_t t = at.begin; t < at.end; t += kSplitTile, tile_stash += kTileWords) {
       const int64_t col0 = t * V;
-      const int limit = limit_at(col0);
+      const int limit = at.limit(col0, kSplitTile * V);
       uint32_t bits[K];
       if constexpr (kOp == Forward::Dropout) {
         keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), limit, p, true, bits);
       }
       Held h;
       unstash_held<kSplitThreads>(tile_stash, h);
-      if (!a.log_output<kOp>()) {
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-#pragma unroll
-          for (int j = 0; j < V; ++j) h.set(k, j, sh.exp(h.get(k, j)));
-        }
-      }
-      finish_forward<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, true, p, h, sh, factor, log, bits);
+      finish_split_tile<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, p, h, sh, factor, log, bits);
     }
   }
 }

@@ -87,6 +87,27 @@ struct ResidentSplit {
   PartExchange<Part> exchange;
 };
 
+// Where a block's part of its group's rows lies: chunks [begin, end) of the row (chunks of V
+// columns), and the columns a tile of `tile_chunks` chunks that starts at column col0 writes.
+struct ResidentPart {
+  int group;
+  int part;
+  int64_t begin;
+  int64_t end;
+  int64_t cols_end;  // first column past the part
+  template <class Part>
+  __device__ __forceinline__ ResidentPart(const ResidentSplit<Part>& rs, int64_t cols, int V)
+      : group(int(blockIdx.x) / rs.exchange.parts), part(int(blockIdx.x) % rs.exchange.parts) {
+    const int64_t chunks = (cols + V - 1) / V;
+    begin = part * rs.part_chunks;
+    end = begin + rs.part_chunks < chunks ? begin + rs.part_chunks : chunks;
+    cols_end = end * V < cols ? end * V : cols;
+  }
+  __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
+    return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
+  }
+};
+
 // Shared memory one held tile (a HeldRow: the values or packed chunks a thread holds) takes per
 // thread, in 16-byte words; consecutive threads take consecutive words, so no bank conflicts.
 template <class Held>
