@@ -6,7 +6,9 @@
 //   segment  a row per segment of 1..32 lanes, several rows per warp     rows up to 32*K chunks
 //   block    a row per block, in registers                              up to threads*K chunks
 //   cluster  a row per cluster of 2..16 blocks (distributed shared memory)
-//   split    rows past on-chip capacity: parts merged through a workspace
+//   split    rows past a cluster's registers: parts merged through a workspace, in one
+//            cooperative launch where the resident blocks' shared memory holds the parts,
+//            else in waves of launches
 //
 // (a chunk is 16 bytes of the layout type: 4 f32, 8 f16/bf16, 2 f64 columns)
 #pragma once
