@@ -18,11 +18,14 @@ namespace softmax_cuda_test {
 namespace {
 
 // Each thread owns a stream and a few problems of different strategies; every call is checked.
+// Split rows run as cooperative launches, several of them at once on the threads' streams.
 TEST(CudaRuntime, ConcurrentThreadsAndStreams) {
   REQUIRE_GPU();
   SKIP_UNDER_FORCED_STRATEGY();
   constexpr int kThreads = 6, kIters = 6;
-  const std::pair<size_t, size_t> shapes[] = {{2049, 33}, {301, 1000}, {97, 6000}, {37, 40000}, {3, 150001}};
+  const std::pair<size_t, size_t> shapes[] = {{2049, 33}, {301, 1000}, {97, 6000},
+                                              {37, 40000}, {3, 150001}, {5, 300001}};
+  constexpr int kShapes = int(sizeof(shapes) / sizeof(shapes[0]));
   std::atomic<int> failures{0};
   std::vector<std::string> errors(kThreads);
   std::vector<std::thread> pool;
@@ -35,7 +38,7 @@ TEST(CudaRuntime, ConcurrentThreadsAndStreams) {
         return;
       }
       for (int it = 0; it < kIters; ++it) {
-        const auto [rows, cols] = shapes[(t + it) % 5];
+        const auto [rows, cols] = shapes[(t + it) % kShapes];
         const softmax_dtype dt = (t + it) % 3 == 0 ? SOFTMAX_DTYPE_BF16 : SOFTMAX_DTYPE_F32;
         const bool log_softmax = it % 2 == 1;
         const size_t n = rows * cols, es = element_size(dt);
