@@ -288,6 +288,8 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
   };
   if (forced == 0) return Outcome::ok();
   if (!env.limits->cooperative_launch) return cannot("this device has no cooperative launches");
+  if (env.limits->max_smem_per_block_optin < kResidentStashBytes)
+    return cannot("this device's blocks cannot take the stash's shared memory");
   const void* fn = reinterpret_cast<const void*>(kernel);
   const int64_t tiles = ceil_div(ceil_div(cols, chunk_elems), tile_chunks);
   const int tile_bytes = held_words * 16 * cuda_kernels::kSplitThreads;
