@@ -300,11 +300,9 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
                                             kResidentStashBytes, env.limits->sm_count, &resident);
       !o.good())
     return o;
-  const int64_t parts = ceil_div(tiles, tiles_per_part);
-  if (parts > resident) return cannot("its parts outnumber the resident blocks");
-  const int64_t groups = std::min(resident / parts, rows);
-  // Arrivals are counted up to (rounds + 1) * parts on 32 bits.
-  if ((ceil_div(rows, groups) + 1) * parts >= (int64_t{1} << 32)) return cannot("too many rows for the counters");
+  ResidentShape shape;
+  if (const char* why = resident_split_shape(tiles, tiles_per_part, resident, rows, &shape)) return cannot(why);
+  const int64_t parts = shape.parts, groups = shape.groups;
 
   const size_t partial_bytes = size_t(2 * groups * parts) * sizeof(Part);
   void* workspace = nullptr;

@@ -161,4 +161,14 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
   return Outcome::ok();
 }
 
+const char* resident_split_shape(int64_t tiles, int tiles_per_part, int64_t resident, int64_t rows,
+                                 ResidentShape* out) {
+  const int64_t parts = ceil_div(tiles, tiles_per_part);
+  if (parts > resident) return "its parts outnumber the resident blocks";
+  const int64_t groups = std::min(resident / parts, rows);
+  if ((ceil_div(rows, groups) + 1) * parts >= (int64_t{1} << 32)) return "too many rows for the arrival counters";
+  *out = ResidentShape{parts, groups};
+  return nullptr;
+}
+
 }  // namespace softmax_internal

@@ -128,4 +128,16 @@ struct Plan {
 // block clusters, before sm_90); both are read once per process.
 Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out);
 
+// The resident split's grid (kernel_launch.cuh, launch_resident_split) for rows of `tiles` tiles
+// cut into parts of `tiles_per_part`: groups of `parts` blocks, as many as the `resident` blocks
+// hold and at most one per row. nullptr when it fits, else why not: parts that outnumber the
+// resident blocks (every block of a group must be resident), or rows whose arrival count
+// ((rounds + 1) * parts) would not fit its 32-bit counter.
+struct ResidentShape {
+  int64_t parts = 0;
+  int64_t groups = 0;
+};
+const char* resident_split_shape(int64_t tiles, int tiles_per_part, int64_t resident, int64_t rows,
+                                 ResidentShape* out);
+
 }  // namespace softmax_internal

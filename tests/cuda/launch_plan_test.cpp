@@ -204,5 +204,28 @@ INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
                            return n;
                          });
 
+// The resident split's grid: groups of a row's parts within the resident blocks, at most one
+// group per row, and refusals for rows too long or too many for the arrival counters.
+TEST(ResidentSplitShape, GroupsWithinTheResidentBlocks) {
+  ResidentShape s;
+  // 1M f32 columns: 256 tiles of 4096 columns, four per part; three 256-thread blocks per SM.
+  ASSERT_EQ(resident_split_shape(256, 4, 396, 256, &s), nullptr);
+  EXPECT_EQ(s.parts, 64);
+  EXPECT_EQ(s.groups, 6);
+  ASSERT_EQ(resident_split_shape(256, 4, 396, 1, &s), nullptr);
+  EXPECT_EQ(s.groups, 1);
+  ASSERT_EQ(resident_split_shape(257, 4, 396, 100, &s), nullptr);  // a last part of one tile
+  EXPECT_EQ(s.parts, 65);
+  EXPECT_EQ(s.groups, 6);
+  ASSERT_EQ(resident_split_shape(1584, 4, 396, 3, &s), nullptr);  // parts == resident blocks
+  EXPECT_EQ(s.parts, 396);
+  EXPECT_EQ(s.groups, 1);
+  EXPECT_NE(resident_split_shape(1585, 4, 396, 3, &s), nullptr);  // one part too many
+  EXPECT_NE(resident_split_shape(1, 1, 0, 3, &s), nullptr);        // no block fits
+  // Arrivals up to (rounds + 1) * parts must stay below 2^32.
+  ASSERT_EQ(resident_split_shape(4, 1, 4, (int64_t{1} << 30) - 2, &s), nullptr);
+  EXPECT_NE(resident_split_shape(4, 1, 4, int64_t{1} << 30, &s), nullptr);
+}
+
 }  // namespace
 }  // namespace softmax_internal
