@@ -185,6 +185,11 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   }
 }
 
+// The tile of one array (y or dy) a resident split block stashes; the launcher sizes the stash
+// from it.
+template <class T, class A>
+using ResidentBackwardHeld = HeldRow<T, A, kSplitK / 2, kChunkElems<T>>;
+
 // The resident split (resident_split.cuh): each block stashes its part's tiles of y and dy while
 // it sums its share of D, then finishes dx from the stash once its group has every share.
 template <class T, class Y, class A, Backward kOp>
@@ -195,7 +200,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   constexpr int K = kSplitK / 2;  // two arrays in registers
   constexpr int64_t kTile = int64_t(kSplitThreads) * K;
   using Part = Sums<A, 1>;
-  using Held = HeldRow<T, A, K, V>;
+  using Held = ResidentBackwardHeld<T, A>;
   constexpr int kArrayWords = kHeldWords<Held> * kSplitThreads;
   extern __shared__ uint4 stash[];
   __shared__ BlockScratch<Part, 1> scratch;

@@ -32,7 +32,7 @@ struct Launches {
     if constexpr (kOp == Backward::Full) {
       bool launched = false;
       if (Outcome o = launch_resident_split(resident_split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V,
-                                            kTileChunks, 2 * kHeldWords<HeldRow<T, A, kSplitK / 2, V>>, env, kName,
+                                            kTileChunks, 2 * kHeldWords<ResidentBackwardHeld<T, A>>, env, kName,
                                             &launched);
           !o.good() || launched)
         return o;
