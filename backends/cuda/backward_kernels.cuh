@@ -208,6 +208,17 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   const int64_t cols = a.cols;
   const ResidentPart at(rs, cols, V);
   const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  // Loads run a tile ahead of the tile being summed, across rows, so that the next row's first
+  // tile is in flight while the block waits for its group and writes dx (H200, 256 rows of 1M
+  // columns: f32 +6%, bf16 +12%). The forward kernels, which also hold a tile of values and
+  // their exps, spilled 150-450 bytes so at their 85 registers and ran 10-20% slower.
+  TileStream<T, K, V, kSplitThreads> ahead(at, ex.groups, a.rows, cols);
+  LoadedUnits<K> y_next, dy_next;
+  if constexpr (!kGeneric<T>) {
+    ahead.issue(a.y, a.y_end, p, y_next);
+    ahead.issue(a.dy, a.dy_end, p, dy_next);
+    ahead.advance();
+  }
 
   unsigned round = 0;
   for (int64_t row = at.group; row < a.rows; row += ex.groups, ++round) {
@@ -217,8 +228,16 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
       const int64_t col0 = t * V;
       const int limit = at.limit(col0, kTile * V);
       Held y, dy;
-      y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
-      dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+      if constexpr (kGeneric<T>) {
+        y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+        dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
+      } else {
+        y.take(y_next, limit, p, A(0));
+        dy.take(dy_next, limit, p, A(0));
+        ahead.issue(a.y, a.y_end, p, y_next);
+        ahead.issue(a.dy, a.dy_end, p, dy_next);
+        ahead.advance();
+      }
       d += backward_dot<A, K, V>(y, dy, a.log_softmax);
       stash_held<kSplitThreads>(tile_stash, y);
       stash_held<kSplitThreads>(tile_stash + kArrayWords, dy);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
 
 namespace softmax_internal {
@@ -105,6 +106,33 @@ struct ResidentPart {
   }
   __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
     return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
+  }
+};
+
+// A part's tiles over its group's rows, row by row, as one stream whose loads a block issues
+// ahead of the tile it works on (tiles of kThreads * K chunks of V columns): issue() the tile
+// of each array the kernel reads, then advance(). Past the group's last row the stream issues
+// no loads and yields zeros.
+template <class T, int K, int V, int kThreads>
+struct TileStream {
+  static constexpr int64_t kTileChunks = int64_t(kThreads) * K;
+  const ResidentPart& at;
+  int64_t row;   // the next tile's row and first chunk
+  int64_t tile;
+  int64_t row_step;
+  int64_t rows;
+  int64_t cols;
+  __device__ __forceinline__ TileStream(const ResidentPart& part, int64_t row_step_, int64_t rows_, int64_t cols_)
+      : at(part), row(part.group), tile(part.begin), row_step(row_step_), rows(rows_), cols(cols_) {}
+  __device__ __forceinline__ void issue(const void* base, const char* end, const Place& p, LoadedUnits<K>& u) const {
+    static_assert(!kGeneric<T>, "run-time types are loaded in place, not issued ahead");
+    const bool live = row < rows;
+    const int64_t col0 = tile * V;
+    issue_row<T, K>(base, end, live ? row * cols + col0 : 0, live ? at.limit(col0, kTileChunks * V) : 0, live, p, u);
+  }
+  __device__ __forceinline__ void advance() {
+    tile += kTileChunks;
+    if (tile >= at.end) tile = at.begin, row += row_step;
   }
 };
 
