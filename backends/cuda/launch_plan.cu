@@ -120,6 +120,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
+  f.block_threads = arrays == 1 && (chunk_elems == 4 || wide_first) ? 512 : 1024;
   return f;
 }
 
@@ -148,14 +149,16 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
         return refuse("the row does not fit in one cluster's registers");
       break;
     case Forced::Split: p = Plan{}; break;
-    case Forced::None:
+    case Forced::None: {
+      const int threads = std::min(max_threads, family.block_threads);
       if (!segment_plan(chunks, family, family.segment_width, &p) &&
-          !small_block_cluster_plan(chunks, family, max_threads, max_cluster, &p) &&
-          !block_plan(chunks, family, max_threads, &p) &&
-          !(max_cluster >= 2 && cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))) {
+          !small_block_cluster_plan(chunks, family, threads, max_cluster, &p) &&
+          !block_plan(chunks, family, threads, &p) &&
+          !(max_cluster >= 2 && cluster_plan(chunks, family, threads, max_cluster, 2, &p))) {
         p = Plan{};
       }
       break;
+    }
   }
   *out = p;
   return Outcome::ok();

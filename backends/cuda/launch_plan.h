@@ -83,6 +83,15 @@ struct KernelFamily {
   // so on the H200 (+82% one element off alignment), rows of 8196 columns (288-thread blocks,
   // three to an SM) 8% slower (backends/cuda/TUNING.md).
   int cluster_block_threads;
+  // The most threads the default plan gives a block (forced strategies take up to 1024). Forward
+  // families with f32 chunks (f32 rows, 16-bit x with f32 y) and dropout take at most 512: two
+  // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
+  // loads; rows past one such block run as clusters of them, and rows past eight as split rows.
+  // On the H200 (1 GiB), against 1024: f32 softmax and log-softmax 12K-256K columns +2-11%,
+  // bf16 x with f32 y +4-10%, dropout 32K-128K +11-20%; 16-bit softmax rows (1024-thread blocks
+  // hold them packed in 16 registers) ran 2-8% slower so, the backward families mixed, and they
+  // keep 1024 (bench/RESULTS.md).
+  int block_threads;
 };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).

@@ -5,6 +5,7 @@
 // run time, which only a GPU run would show).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <ostream>
@@ -100,7 +101,7 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
       case Strategy::Cluster: {
         if (p.k != f.block_k && p.k != f.wide_k) bad = "no block kernel of that many chunks";
         if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
-        if (p.threads < 32 || p.threads > 1024 || p.threads % 32 != 0) bad = "block threads";
+        if (p.threads < 32 || p.threads > f.block_threads || p.threads % 32 != 0) bad = "block threads";
         if (p.cluster < 1 || p.cluster > 8 || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
         if (p.strategy == Strategy::Block && p.cluster != 1) bad = "block with a cluster";
         if (int64_t{p.threads} * p.k * p.cluster < chunks) bad = "blocks do not hold the row";
@@ -108,7 +109,7 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
         break;
       }
       case Strategy::Split:
-        if (chunks <= int64_t{8} * 1024 * kwide) bad = "split a row that a cluster holds";
+        if (chunks <= int64_t{8} * f.block_threads * kwide) bad = "split a row that a cluster holds";
         break;
     }
     if (!bad.empty() && ++failures <= 10) {
@@ -139,7 +140,8 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
     const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
     int want = f.block_k;
-    if (narrow_threads > 1024 || warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads))) want = f.wide_k;
+    if (narrow_threads > f.block_threads || warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads)))
+      want = f.wide_k;
     wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
     if (p.k != want && ++failures <= 10) {
       ADD_FAILURE() << fc.name << ", " << cols << " columns: block of " << p.k << " chunks per thread, expected "
@@ -168,7 +170,7 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
 
 // f32 softmax_dropout rows whose one block would fit at most two to an SM (11K-32K columns) run
 // as clusters of up to four 256-thread blocks; shorter rows and every other family keep one
-// block wherever one holds the row.
+// block wherever one of the family's blocks holds the row.
 TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
@@ -182,19 +184,41 @@ TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
     if (chunks > int64_t{1024} * f.block_k) continue;
     const int64_t block_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
     const bool want_cluster = small_blocks && 1024 / block_threads <= 2;
-    clusters += p.strategy == Strategy::Cluster;
+    const bool small_cluster = p.strategy == Strategy::Cluster && p.threads <= 256;
+    clusters += small_cluster;
     if (want_cluster) {
-      ASSERT_EQ(p.strategy, Strategy::Cluster) << cols << " columns";
-      ASSERT_LE(p.threads, 256) << cols << " columns";
+      ASSERT_TRUE(small_cluster) << cols << " columns";
       ASSERT_LE(p.cluster, 4) << cols << " columns";
     } else if (p.strategy != Strategy::Segment) {
-      ASSERT_EQ(p.strategy, Strategy::Block) << fc.name << ", " << cols << " columns";
+      // One block where one of the family's blocks holds the row (with either kernel), else a
+      // cluster of them.
+      const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
+      const bool one_block = std::min(block_threads, wide_threads) <= f.block_threads;
+      ASSERT_EQ(p.strategy, one_block ? Strategy::Block : Strategy::Cluster) << fc.name << ", " << cols << " columns";
+      if (!one_block) ASSERT_LE(p.threads, f.block_threads) << fc.name << ", " << cols << " columns";
     }
   }
   EXPECT_EQ(clusters > 0, small_blocks) << fc.name;
   Plan p;
   ASSERT_TRUE(make_plan(8196, fc.chunk_elems, f, hopper(), &p).good());
   if (small_blocks) EXPECT_EQ(p.strategy, Strategy::Block) << "288-thread blocks fit three to an SM";
+}
+
+// Forward families of f32 chunks and dropout give a block at most 512 threads, the 16-bit
+// softmax and the backward families up to 1024.
+TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const std::string n = fc.name;
+  const bool capped = n == "f32 softmax" || n == "f32 dropout" || n == "16-bit dropout";
+  EXPECT_EQ(f.block_threads, capped ? 512 : 1024) << n;
+  int64_t widest = 0;
+  for (int64_t cols : lengths()) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    if (p.strategy == Strategy::Block || p.strategy == Strategy::Cluster) widest = std::max<int64_t>(widest, p.threads);
+  }
+  EXPECT_EQ(widest, f.block_threads) << n;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
