@@ -43,9 +43,16 @@ struct Launches {
   }
 };
 
+// The largest cluster of the default plan (KernelFamily::max_cluster): the full backward's split
+// rows are resident in shared memory, and 16-bit rows past one block, f32 (and 16-bit y with f32
+// dx) rows past a cluster of four run as split rows.
+template <class T, Backward kOp>
+constexpr int kBackwardMaxCluster = kOp != Backward::Full ? 8 : kChunkElems<T> == 8 ? 1 : kChunkElems<T> == 4 ? 4 : 8;
+
 template <class T, class Y, class A, Backward kOp, bool kFull>
 Outcome launch_family(const BackwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 2, kFull, true>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 2, kFull, true, max_chunks(kChunkElems<T>, 2), kBackwardMaxCluster<T, kOp>>(
+      a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types get every shape.

@@ -107,7 +107,8 @@ bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int max_thr
 
 }  // namespace
 
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks) {
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks,
+                           int max_cluster) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
@@ -121,6 +122,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
   f.block_threads = arrays == 1 && (chunk_elems == 4 || wide_first) ? 512 : 1024;
+  f.max_cluster = max_cluster;
   return f;
 }
 
@@ -151,10 +153,11 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
     case Forced::Split: p = Plan{}; break;
     case Forced::None: {
       const int threads = std::min(max_threads, family.block_threads);
+      const int cluster = std::min(max_cluster, family.max_cluster);
       if (!segment_plan(chunks, family, family.segment_width, &p) &&
-          !small_block_cluster_plan(chunks, family, threads, max_cluster, &p) &&
+          !small_block_cluster_plan(chunks, family, threads, cluster, &p) &&
           !block_plan(chunks, family, threads, &p) &&
-          !(max_cluster >= 2 && cluster_plan(chunks, family, threads, max_cluster, 2, &p))) {
+          !(cluster >= 2 && cluster_plan(chunks, family, threads, cluster, 2, &p))) {
         p = Plan{};
       }
       break;

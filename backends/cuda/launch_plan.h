@@ -92,6 +92,13 @@ struct KernelFamily {
   // hold them packed in 16 registers) ran 2-8% slower so, the backward families mixed, and they
   // keep 1024 (bench/RESULTS.md).
   int block_threads;
+  // The largest cluster the default plan takes (forced strategies take up to 8, or
+  // SOFTMAX_CUDA_MAX_CLUSTER); rows past it run as split rows. Where the split is resident in
+  // shared memory (softmax_rows and its backward), clusters of large blocks lost to it on the
+  // H200: 16-bit softmax rows past clusters of two (96K-256K columns +7-42%; the one loss, 64K
+  // + 1 columns, -4%), 16-bit backward rows past one block (32K-128K +19-56%), f32 and mixed
+  // backward rows past clusters of four (96K +14%; at 64K the cluster of four is 11% ahead).
+  int max_cluster;
 };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).
@@ -102,8 +109,9 @@ struct KernelFamily {
 // (+26% one element off alignment), dropout backward +12-37% (backends/cuda/TUNING.md). Plain
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
-// dropout, forward_launch.cuh).
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks);
+// dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster.
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks,
+                           int max_cluster);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know

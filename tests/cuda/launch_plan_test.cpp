@@ -24,6 +24,7 @@ struct FamilyCase {
   bool full;
   bool wide_first;
   int segment_chunks;
+  int max_cluster;
 };
 
 void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
@@ -31,16 +32,22 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, 4},
-      {"16-bit softmax", 8, 1, true, false, 4},
-      {"f64 softmax", 2, 1, false, false, 4},
-      {"f32 dropout", 4, 1, true, true, 4},
-      {"16-bit dropout", 8, 1, true, true, 2},
-      {"f32 backward", 4, 2, true, true, 2},
-      {"16-bit backward", 8, 2, true, true, 2},
-      {"mixed backward", 4, 2, false, true, 2},
+      {"f32 softmax", 4, 1, true, false, 4, 8},
+      {"16-bit softmax", 8, 1, true, false, 4, 2},
+      {"16-bit statistics", 8, 1, false, false, 4, 8},
+      {"f64 softmax", 2, 1, false, false, 4, 8},
+      {"f32 dropout", 4, 1, true, true, 4, 8},
+      {"16-bit dropout", 8, 1, true, true, 2, 8},
+      {"f32 backward", 4, 2, true, true, 2, 4},
+      {"16-bit backward", 8, 2, true, true, 2, 1},
+      {"mixed backward", 4, 2, false, true, 2, 4},
+      {"16-bit dropout backward", 8, 2, true, true, 2, 8},
   };
   return f;
+}
+
+KernelFamily family_of(const FamilyCase& fc) {
+  return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks, fc.max_cluster);
 }
 
 DeviceLimits hopper() {
@@ -73,7 +80,7 @@ class DefaultPlan : public ::testing::TestWithParam<FamilyCase> {
 
 TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
   const FamilyCase fc = GetParam();
-  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const KernelFamily f = family_of(fc);
   const int kmax = max_chunks(fc.chunk_elems, fc.arrays);
   const int kwide = wide_chunks(fc.chunk_elems, fc.arrays);
   ASSERT_EQ(f.block_k, fc.wide_first ? kwide : kmax);
@@ -102,14 +109,14 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
         if (p.k != f.block_k && p.k != f.wide_k) bad = "no block kernel of that many chunks";
         if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
         if (p.threads < 32 || p.threads > f.block_threads || p.threads % 32 != 0) bad = "block threads";
-        if (p.cluster < 1 || p.cluster > 8 || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
+        if (p.cluster < 1 || p.cluster > f.max_cluster || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
         if (p.strategy == Strategy::Block && p.cluster != 1) bad = "block with a cluster";
         if (int64_t{p.threads} * p.k * p.cluster < chunks) bad = "blocks do not hold the row";
         if (int64_t{p.threads - 32} * p.k * p.cluster >= chunks) bad = "more warps than the row needs";
         break;
       }
       case Strategy::Split:
-        if (chunks <= int64_t{8} * f.block_threads * kwide) bad = "split a row that a cluster holds";
+        if (chunks <= int64_t{f.max_cluster} * f.block_threads * kwide) bad = "split a row that a cluster holds";
         break;
     }
     if (!bad.empty() && ++failures <= 10) {
@@ -129,7 +136,7 @@ int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
 // 1025 chunks) would otherwise run a nearly empty last warp in fewer blocks per SM.
 TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
   const FamilyCase fc = GetParam();
-  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const KernelFamily f = family_of(fc);
   const DeviceLimits dev = hopper();
   int64_t failures = 0, wide_chosen = 0;
   for (int64_t cols : lengths()) {
@@ -156,7 +163,7 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
 // excepted); every other family's segments hold max_chunks.
 TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   const FamilyCase fc = GetParam();
-  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const KernelFamily f = family_of(fc);
   const int kmax = max_chunks(fc.chunk_elems, fc.arrays);
   ASSERT_GE(f.segments, 2);
   EXPECT_EQ(f.segment_k[0], 1);
@@ -173,7 +180,7 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
 // block wherever one of the family's blocks holds the row.
 TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   const FamilyCase fc = GetParam();
-  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const KernelFamily f = family_of(fc);
   const bool small_blocks = std::string(fc.name) == "f32 dropout";
   EXPECT_EQ(f.cluster_block_threads, small_blocks ? 256 : 0) << fc.name;
   int64_t clusters = 0;
@@ -208,7 +215,7 @@ TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
 // softmax and the backward families up to 1024.
 TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
   const FamilyCase fc = GetParam();
-  const KernelFamily f = kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks);
+  const KernelFamily f = family_of(fc);
   const std::string n = fc.name;
   const bool capped = n == "f32 softmax" || n == "f32 dropout" || n == "16-bit dropout";
   EXPECT_EQ(f.block_threads, capped ? 512 : 1024) << n;
@@ -219,6 +226,24 @@ TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
     if (p.strategy == Strategy::Block || p.strategy == Strategy::Cluster) widest = std::max<int64_t>(widest, p.threads);
   }
   EXPECT_EQ(widest, f.block_threads) << n;
+}
+
+// Rows past the family's largest cluster run as split rows: clusters of up to two blocks for
+// 16-bit softmax rows, none for 16-bit backward rows, up to four for the f32 and mixed backward.
+TEST_P(DefaultPlan, ClustersUpToTheFamilysLargest) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = family_of(fc);
+  EXPECT_EQ(f.max_cluster, fc.max_cluster);
+  int largest = 0;
+  bool split = false;
+  for (int64_t cols : lengths()) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    if (p.strategy == Strategy::Cluster) largest = std::max(largest, p.cluster);
+    split |= p.strategy == Strategy::Split;
+  }
+  EXPECT_EQ(largest, fc.max_cluster == 1 ? 0 : fc.max_cluster) << fc.name;
+  EXPECT_TRUE(split) << fc.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
