@@ -95,9 +95,10 @@ struct KernelFamily {
   // The largest cluster the default plan takes (forced strategies take up to 8, or
   // SOFTMAX_CUDA_MAX_CLUSTER); rows past it run as split rows. Where the split is resident in
   // shared memory (softmax_rows and its backward), clusters of large blocks lost to it on the
-  // H200: 16-bit softmax rows past clusters of two (96K-256K columns +7-42%; the one loss, 64K
-  // + 1 columns, -4%), 16-bit backward rows past one block (32K-128K +19-56%), f32 and mixed
-  // backward rows past clusters of four (96K +14%; at 64K the cluster of four is 11% ahead).
+  // H200: 16-bit softmax rows past clusters of two (96K-256K columns +3-43%; at 64K, clusters of
+  // two, the split is 4-6% ahead aligned and 4% behind one element off), 16-bit backward rows
+  // past one block (32K-128K +19-56%), f32 and mixed backward rows past clusters of four (96K
+  // +14%; at 64K the cluster of four is 11% ahead).
   int max_cluster;
 };
 
