@@ -46,11 +46,12 @@ constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks
 // Chunks per thread of the block and cluster kernels for rows past one block of max_chunks (of
 // every block and cluster kernel in wide_first families, see kernel_family): f32
 // rows hold twice as many (32 values per thread over the arrays held, as 16-bit layouts do at
-// max_chunks), so a forward row of 16K-32K columns (a backward row of 8K-16K) takes one block
-// instead of a cluster of two, longer rows half the cluster, and the per-row reduction and
-// barriers are paid over twice the elements. At 1024 threads some of these kernels spill a few
-// words (forward softmax 104 bytes, dropout 328) and still measured faster on aligned rows
-// (backends/cuda/TUNING.md).
+// max_chunks), so a row takes half the blocks (a backward row of 8K-16K columns one block
+// instead of a cluster of two) and the per-row reduction and barriers are paid over twice the
+// elements. At 1024 threads some of these kernels spill a few words (forward softmax 104 bytes,
+// dropout 328); the forward's f32 rows and dropout now take at most 512 threads a block
+// (KernelFamily::block_threads), which gave a forward row of 16K-32K columns one 512-thread
+// block or a cluster of two (backends/cuda/TUNING.md).
 constexpr int wide_chunks(int chunk_elems, int arrays) {
   return chunk_elems == 4 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
 }
