@@ -89,9 +89,9 @@ struct KernelFamily {
   // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
   // loads; rows past one such block run as clusters of them, and rows past eight as split rows.
   // On the H200 (1 GiB), against 1024: f32 softmax and log-softmax 12K-256K columns +2-11%,
-  // bf16 x with f32 y +4-10%, dropout 32K-128K +11-20%; 16-bit softmax rows (1024-thread blocks
-  // hold them packed in 16 registers) ran 2-8% slower so, the backward families mixed, and they
-  // keep 1024 (bench/RESULTS.md).
+  // bf16 x with f32 y +4-10%, f32 dropout 64K-256K +7-14%, 16-bit 32K-128K +14-20%; 16-bit
+  // softmax rows (1024-thread blocks hold them packed in 16 registers) ran 2-8% slower so, the
+  // backward families mixed, and they keep 1024 (bench/RESULTS.md).
   int block_threads;
   // The largest cluster the default plan takes (forced strategies take up to 8, or
   // SOFTMAX_CUDA_MAX_CLUSTER); rows past it run as split rows. Where the split is resident in
