@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   const int64_t begin = part_index * sp.part_chunks;
   const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
   const int64_t part_cols_end = end * V < cols ? end * V : cols;
-  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  const Place p = split_tile_place<K>();
   using Held = HeldRow<T, A, K, V>;
   auto load_tile = [&](int64_t col0, int limit, Held& y, Held& dy) {
     y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   const PartExchange<Part>& ex = rs.exchange;
   const int64_t cols = a.cols;
   const ResidentPart at(rs, cols, V);
-  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  const Place p = split_tile_place<K>();
   // Loads run a tile ahead of the tile being summed, across rows, so that the next row's first
   // tile is in flight while the block waits for its group and writes dx (H200, 256 rows of 1M
   // columns: f32 +6%, bf16 +12%). The forward kernels, which also hold a tile of values and

@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
   const int64_t begin = part_index * sp.part_chunks;
   const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
   const int64_t part_cols_end = end * V < cols ? end * V : cols;
-  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  const Place p = split_tile_place<K>();
 
   auto load_tile = [&](int64_t col0, int limit, A (&v)[K][V], A (&g)[K][V]) {
     const int64_t first = row * cols + col0;

@@ -426,6 +426,13 @@ constexpr int kSplitThreads = 256;
 constexpr int kSplitK = 4;                                // chunks per thread per tile
 constexpr int64_t kSplitTile = int64_t(kSplitThreads) * kSplitK;  // chunks per tile
 
+// A split block's thread in a tile of K chunks a thread: each warp takes K * 32 consecutive
+// chunks, its lanes on consecutive chunks.
+template <int K>
+__device__ __forceinline__ Place split_tile_place() {
+  return Place{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+}
+
 // One launch's share of the waves (see the header comment).
 struct SplitWave {
   int64_t stats_row0;  // first row whose partials this launch computes
@@ -480,7 +487,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const int64_t begin = part_index * sp.part_chunks;
   const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
   const int64_t part_cols_end = end * V < cols ? end * V : cols;  // first column of the next part
-  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  const Place p = split_tile_place<K>();
 
   if (stats_role) {
     Part acc{A(-INFINITY), {A(0)}};
@@ -560,7 +567,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const PartExchange<Part>& ex = rs.exchange;
   const int64_t cols = a.cols;
   const ResidentPart at(rs, cols, V);
-  const Place p{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+  const Place p = split_tile_place<K>();
 
   unsigned round = 0;
   for (int64_t row = at.group; row < a.rows; row += ex.groups, ++round) {

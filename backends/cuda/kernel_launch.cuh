@@ -101,6 +101,18 @@ inline LoopRowsOverride loop_rows_override() {
   return v;
 }
 
+// Runs launch(workspace) with `bytes` of stream-ordered workspace, freed in stream order after
+// it even when it fails, so the pool never leaks.
+template <class F>
+Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
+  void* workspace = nullptr;
+  if (Outcome o = workspace_alloc(env.device, bytes, env.stream, &workspace); !o.good()) return o;
+  const Outcome result = launch(workspace);
+  const cudaError_t free_err = workspace_free(workspace, env.stream);
+  if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
+  return result;
+}
+
 }  // namespace launch_detail
 
 // Whether a segment plan's warps move their rows through a shared-memory stage
@@ -238,32 +250,27 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   }
 
   const size_t per_wave = static_cast<size_t>(wave_rows * parts);
-  Part* partials = nullptr;
-  if (Outcome o = workspace_alloc(env.device, 2 * per_wave * sizeof(Part), env.stream,
-                                  reinterpret_cast<void**>(&partials));
-      !o.good())
-    return o;
-  Outcome result = Outcome::ok();
-  for (int64_t k = 0; k <= waves && result.good(); ++k) {
-    cuda_kernels::SplitWave w{};
-    if (k < waves) {
-      w.stats_row0 = k * wave_rows;
-      w.stats_rows = static_cast<int>(std::min(wave_rows, rows - w.stats_row0));
-      w.stats_out = partials + (k & 1) * per_wave;
+  return with_workspace(env, 2 * per_wave * sizeof(Part), [&](void* workspace) {
+    Part* partials = static_cast<Part*>(workspace);
+    Outcome result = Outcome::ok();
+    for (int64_t k = 0; k <= waves && result.good(); ++k) {
+      cuda_kernels::SplitWave w{};
+      if (k < waves) {
+        w.stats_row0 = k * wave_rows;
+        w.stats_rows = static_cast<int>(std::min(wave_rows, rows - w.stats_row0));
+        w.stats_out = partials + (k & 1) * per_wave;
+      }
+      if (k >= 1) {
+        w.norm_row0 = (k - 1) * wave_rows;
+        w.norm_rows = static_cast<int>(std::min(wave_rows, rows - w.norm_row0));
+        w.norm_in = partials + ((k - 1) & 1) * per_wave;
+      }
+      const int64_t blocks = (int64_t{w.stats_rows} + w.norm_rows) * parts;
+      kernel<<<static_cast<unsigned>(blocks), cuda_kernels::kSplitThreads, 0, env.stream>>>(args, sp, w);
+      result = cuda_launch_outcome(name);
     }
-    if (k >= 1) {
-      w.norm_row0 = (k - 1) * wave_rows;
-      w.norm_rows = static_cast<int>(std::min(wave_rows, rows - w.norm_row0));
-      w.norm_in = partials + ((k - 1) & 1) * per_wave;
-    }
-    const int64_t blocks = (int64_t{w.stats_rows} + w.norm_rows) * parts;
-    kernel<<<static_cast<unsigned>(blocks), cuda_kernels::kSplitThreads, 0, env.stream>>>(args, sp, w);
-    result = cuda_launch_outcome(name);
-  }
-  // Freed in stream order even after a failed launch, so the pool never leaks.
-  const cudaError_t free_err = workspace_free(partials, env.stream);
-  if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
-  return result;
+    return result;
+  });
 }
 
 // Launches the resident split of `kernel` (forward_kernels.cuh, backward_kernels.cuh) for rows
@@ -305,22 +312,18 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
   const int64_t parts = shape.parts, groups = shape.groups;
 
   const size_t partial_bytes = size_t(2 * groups * parts) * sizeof(Part);
-  void* workspace = nullptr;
-  if (Outcome o = workspace_alloc(env.device, partial_bytes + size_t(groups) * sizeof(unsigned), env.stream,
-                                  &workspace);
-      !o.good())
-    return o;
-  cuda_kernels::ResidentSplit<Part> rs{};
-  rs.part_chunks = int64_t(tiles_per_part) * tile_chunks;
-  rs.exchange.partials = static_cast<Part*>(workspace);
-  rs.exchange.arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes);
-  rs.exchange.parts = static_cast<int>(parts);
-  rs.exchange.groups = static_cast<int>(groups);
-  Outcome result = Outcome::ok();
-  if (const cudaError_t zeroed = cudaMemsetAsync(rs.exchange.arrivals, 0, size_t(groups) * sizeof(unsigned), env.stream);
-      zeroed != cudaSuccess) {
-    result = cuda_failure("cudaMemsetAsync", zeroed);
-  } else {
+  const Outcome result = with_workspace(env, partial_bytes + size_t(groups) * sizeof(unsigned), [&](void* workspace) {
+    cuda_kernels::ResidentSplit<Part> rs{};
+    rs.part_chunks = int64_t(tiles_per_part) * tile_chunks;
+    rs.exchange.partials = static_cast<Part*>(workspace);
+    rs.exchange.arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes);
+    rs.exchange.parts = static_cast<int>(parts);
+    rs.exchange.groups = static_cast<int>(groups);
+    const size_t arrival_bytes = size_t(groups) * sizeof(unsigned);
+    if (const cudaError_t zeroed = cudaMemsetAsync(rs.exchange.arrivals, 0, arrival_bytes, env.stream);
+        zeroed != cudaSuccess) {
+      return cuda_failure("cudaMemsetAsync", zeroed);
+    }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeCooperative;
@@ -332,11 +335,8 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args, rs);
-    result = err != cudaSuccess ? cuda_failure(name, err) : cuda_launch_outcome(name);
-  }
-  // Freed in stream order even after a failed launch, so the pool never leaks.
-  const cudaError_t free_err = workspace_free(workspace, env.stream);
-  if (result.good() && free_err != cudaSuccess) return cuda_failure("cudaFreeAsync", free_err);
+    return err != cudaSuccess ? cuda_failure(name, err) : cuda_launch_outcome(name);
+  });
   *launched = result.good();
   return result;
 }
