@@ -32,7 +32,7 @@ struct Launches {
 template <class T, class A, bool kFull>
 Outcome launch_family(const DropoutBackwardArgs& a, const LaunchEnv& env) {
   // Its split rows run in waves: clusters of up to eight blocks.
-  return launch_plan_of<kChunkElems<T>, 2, kFull, true, max_chunks(kChunkElems<T>, 2), 8>(
+  return launch_plan_of<kChunkElems<T>, 2, kFull, true, false, max_chunks(kChunkElems<T>, 2), 8>(
       a.cols, Launches<T, A>{a, env}, env);
 }
 

@@ -129,28 +129,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
                                                LogShift<A> log, const uint32_t (&bits)[K],
                                                const StagedRow& staged = StagedRow{}) {
-  A v[K][V];
-  if (a.log_output<kOp>()) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-#pragma unroll
-      for (int j = 0; j < V; ++j) v[k][j] = (h.get(k, j) - log.max) - log.log_sum;
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-#pragma unroll
-      for (int j = 0; j < V; ++j) v[k][j] = (Held::kHoldsValues ? h.get(k, j) : sh.exp(h.get(k, j))) * factor;
-    }
-  }
   if constexpr (kOp == Forward::Dropout) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        if (!((bits[k] >> j) & 1u)) v[k][j] = A(0);
-      }
-    }
     uint8_t* mask_row = a.mask != nullptr ? a.mask + flat0 : nullptr;
     if (mask_row != nullptr && live) {
       const bool vectors = reinterpret_cast<uintptr_t>(mask_row) % unsigned(V) == 0;
@@ -161,12 +140,60 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
       }
     }
   }
-  if constexpr (kStaged) {
-    Words c[K];
-    pack_chunks<Y, A, K, V>(v, c);
-    if (live) leave_staged<K>(staged, p, c);
+  // y's chunk k as values, log-softmax or not.
+  const auto drop = [&](int k, A (&v)[V]) {
+    if constexpr (kOp == Forward::Dropout) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (!((bits[k] >> j) & 1u)) v[j] = A(0);
+      }
+    }
+  };
+  const auto log_chunk = [&](int k, A (&v)[V]) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = (h.get(k, j) - log.max) - log.log_sum;
+    drop(k, v);
+  };
+  const auto exp_chunk = [&](int k, A (&v)[V]) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = (Held::kHoldsValues ? h.get(k, j) : sh.exp(h.get(k, j))) * factor;
+    drop(k, v);
+  };
+  if constexpr (kGeneric<T>) {
+    A v[K][V];
+    if (a.log_output<kOp>()) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) log_chunk(k, v[k]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) exp_chunk(k, v[k]);
+    }
+    store_row<T, Y, A, K, V>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
   } else {
-    store_row<T, Y, A, K, V, kRowsInPieces<kOp, Y>>(a.y, int64_t(flat0), limit, live, a.y_dtype, p, v);
+    // Each branch packs its chunks as it goes: the values of the whole row, joined after the
+    // branch, took 64 registers in the wide 16-bit kernel and spilled.
+    Words c[K];
+    if (a.log_output<kOp>()) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        A v[V];
+        log_chunk(k, v);
+        c[k] = pack_as<Y, A, V>(v);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        A v[V];
+        exp_chunk(k, v);
+        c[k] = pack_as<Y, A, V>(v);
+      }
+    }
+    if constexpr (kStaged) {
+      if (live) leave_staged<K>(staged, p, c);
+    } else {
+      store_packed<Y, K, V, kRowsInPieces<kOp, Y>>(static_cast<char*>(a.y) + int64_t(flat0) * Elem<Y>::kBytes, limit,
+                                                   live, p, c);
+    }
   }
 }
 
@@ -181,12 +208,7 @@ struct OwnPartial {
 
 template <class A, int K, int V, class Held>
 __device__ __forceinline__ OwnPartial<A, K, V> fold_exps(Held& h, bool keep_exps, Weighted<A, 1>& part) {
-  A m = A(-INFINITY);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-#pragma unroll
-    for (int j = 0; j < V; ++j) m = fmax_(m, h.get(k, j));
-  }
+  const A m = h.max();
   const Shift<A> sh(m);
   A s = A(0);
 #pragma unroll
@@ -199,6 +221,7 @@ __device__ __forceinline__ OwnPartial<A, K, V> fold_exps(Held& h, bool keep_exps
     }
   }
   part = Weighted<A, 1>{m, {s * sh.to_m}};
+  h.renew();  // the output widens a packed row again (HeldRow::renew)
   return {m, sh.to_m, sh.m};
 }
 
@@ -210,18 +233,19 @@ __host__ __device__ constexpr int segment_min_blocks(bool block, int data_regist
   return block ? 1 : data_registers > 16 ? 2 : 3;
 }
 
-// Whether a forward kernel holds 16-bit rows packed (HeldRow): segment kernels do, since their
-// occupancy is bound by registers; block kernels, capped at 64 registers by their 1024-thread
-// bound either way, keep the exps instead of taking them twice (packed, mixed bf16 -> f32 rows
-// of 2K-4K columns ran 14-18% slower on the H200).
-template <class T, bool kBlock>
-constexpr bool kForwardPacked = Elem<T>::kBytes == 2 && !kBlock;
-
 // Registers of row data a thread holds for `chunks` chunks of T (HeldRow).
 template <class T, class A, bool kPacked>
 __host__ __device__ constexpr int held_registers(int chunks) {
   return kPacked ? chunks * kChunkBytes<T> / 4 : chunks * kChunkElems<T> * int(sizeof(A)) / 4;
 }
+
+// Whether a forward kernel holds 16-bit rows packed (HeldRow): segment kernels do, since their
+// occupancy is bound by registers, and so do block kernels whose values would take more than 32
+// registers (the wide 16-bit kernel, eight chunks of eight columns); other block kernels, capped
+// at 64 registers by their 1024-thread bound either way, keep the exps instead of taking them
+// twice (packed, mixed bf16 -> f32 rows of 2K-4K columns ran 14-18% slower on the H200).
+template <class T, class A, bool kBlock, int K>
+constexpr bool kForwardPacked = Elem<T>::kBytes == 2 && (!kBlock || held_registers<T, A, false>(K) > 32);
 
 // Whether a block kernel may issue the loads of its block's next row before it reduces and
 // writes the current one (kPrefetch below): where the values held and the loaded words of the
@@ -230,7 +254,7 @@ __host__ __device__ constexpr int held_registers(int chunks) {
 // slower on the H200. softmax_dropout runs a block per row.
 template <class T, class A, Forward kOp, int K, int R, bool kBlock>
 constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout && !kGeneric<T> &&
-                                  !kForwardPacked<T, kBlock> &&
+                                  !kForwardPacked<T, A, kBlock, K> &&
                                   held_registers<T, A, false>(K) + K * kChunkBytes<T> / 4 <= 24;
 
 // Whether a dropout kernel issues its row's loads before it takes the keep bits, and realigns the
@@ -254,10 +278,10 @@ constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_s
 // (rows of whole 16-byte chunks, x and y on 16-byte boundaries).
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false,
           bool kStaged = false>
-__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, kBlock>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, A, kBlock, K>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
-  using Held = HeldRow<T, A, K, V, kForwardPacked<T, kBlock>, kRowsInPieces<kOp, Y>, kBlock>;
+  using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kRowsInPieces<kOp, Y>, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
@@ -351,13 +375,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       // A segment takes the row max first (shuffles are cheap), so every exp is relative to it.
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        A m = A(-INFINITY);
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-#pragma unroll
-          for (int j = 0; j < V; ++j) m = fmax_(m, h[r].get(k, j));
-        }
-        M[r] = lanes_max(m, shape.width);
+        M[r] = lanes_max(h[r].max(), shape.width);
         shift_at[r] = M[r];
         const Shift<A> sh(M[r]);
         A sum = A(0);
@@ -370,6 +388,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
             if (keep_exps) h[r].set(k, j, e);
           }
         }
+        h[r].renew();  // the output widens a packed row again (HeldRow::renew)
         sum = lanes_sum(sum, shape.width);
         S[r] = sum * sh.to_m;
         factor[r] = reciprocal(sum);  // the fast form's 2^delta cancels between e and sum

@@ -89,8 +89,9 @@ constexpr int kForwardMaxCluster = kOp == Forward::Softmax && kChunkElems<T> == 
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
-  return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kForwardSegmentChunks<T, kOp>,
-                        kForwardMaxCluster<T, kOp>>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
+                        kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<T, kOp>>(a.cols, Launches<T, Y, A, kOp>{a, env},
+                                                                                   env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

@@ -107,7 +107,7 @@ bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int max_thr
 
 }  // namespace
 
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks,
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
                            int max_cluster) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
@@ -117,11 +117,11 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
     f.segment_r[f.segments] = segment_rows(k, segment_chunks);
     ++f.segments;
   }
-  f.wide_k = wide_chunks(chunk_elems, arrays);
+  f.wide_k = wide_k;
   f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
-  f.block_threads = arrays == 1 && (chunk_elems == 4 || wide_first) ? 512 : 1024;
+  f.block_threads = arrays == 1 && (chunk_elems == 4 || wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   return f;
 }

@@ -52,8 +52,12 @@ constexpr int max_chunks(int /*chunk_elems*/, int arrays) { return kThreadChunks
 // dropout 328); the forward's f32 rows and dropout now take at most 512 threads a block
 // (KernelFamily::block_threads), which gave a forward row of 16K-32K columns one 512-thread
 // block or a cluster of two (backends/cuda/TUNING.md).
-constexpr int wide_chunks(int chunk_elems, int arrays) {
-  return chunk_elems == 4 ? 2 * max_chunks(chunk_elems, arrays) : max_chunks(chunk_elems, arrays);
+// 16-bit softmax rows (`packed16`) take eight chunks too, held as loaded (32 registers, as many
+// as an f32 thread's 32 values): a row of 32K columns is one 512-thread block, two to an SM,
+// instead of one 1024-thread block alone on its SM (forward_kernels.cuh, kForwardPacked).
+constexpr int wide_chunks(int chunk_elems, int arrays, bool packed16 = false) {
+  return chunk_elems == 4 || (packed16 && chunk_elems == 8 && arrays == 1) ? 2 * max_chunks(chunk_elems, arrays)
+                                                                           : max_chunks(chunk_elems, arrays);
 }
 
 // Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
@@ -112,14 +116,14 @@ struct KernelFamily {
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
 // dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster.
-KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int segment_chunks,
+KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
                            int max_cluster);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
 // which calls must be refused.
-inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays) {
-  const int64_t k = max_chunks(chunk_elems, arrays), wide = wide_chunks(chunk_elems, arrays);
+inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays, bool packed16 = false) {
+  const int64_t k = max_chunks(chunk_elems, arrays), wide = wide_chunks(chunk_elems, arrays, packed16);
   switch (s) {
     case Strategy::Segment: return 32 * k;
     case Strategy::Block: return 1024 * wide;

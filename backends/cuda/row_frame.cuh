@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "backends/cuda/row_layout.cuh"
+#include "backends/cuda/row_math.cuh"
 #include "backends/cuda/storage.cuh"
 
 namespace softmax_internal {
@@ -127,21 +128,26 @@ __device__ __forceinline__ void pack_chunks(const A (&v)[K][V], Words (&c)[K]) {
   for (int k = 0; k < K; ++k) c[k] = pack_as<Y, A, V>(v[k]);
 }
 
-// Writes a thread's chunks of values to a row stored as Y, through the realigning store (or, with
-// kPieces, in pieces: store_chunks_in_pieces): a chunk of V values makes 16 bytes of Y (Y of the
-// layout's element size, or f32 from a Narrow 16-bit layout) or 8 (an f32 row stored as 16-bit).
-// Every lane of the warp calls this together.
-template <class T, class Y, class A, int K, int V, bool kPieces>
-__device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
+// Writes a thread's chunks, packed as Y (pack_as), to a row stored as Y, through the realigning
+// store (or, with kPieces, in pieces: store_chunks_in_pieces): a chunk of V values makes 16 bytes
+// of Y (Y of the layout's element size, or f32 from a Narrow 16-bit layout) or 8 (an f32 row
+// stored as 16-bit). store_values packs them first. Every lane of the warp calls these together.
+template <class Y, int K, int V, bool kPieces>
+__device__ __forceinline__ void store_packed(void* row_ptr, int cols, bool live, const Place& p, const Words (&c)[K]) {
   constexpr int kUnit = V * Elem<Y>::kBytes;
   static_assert(kUnit == 16 || kUnit == 8, "a chunk's output is one 16- or 8-byte unit");
-  Words c[K];
-  pack_chunks<Y, A, K, V>(v, c);
   if constexpr (kPieces) {
     store_chunks_in_pieces<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
   } else {
     store_chunks<K, Elem<Y>::kBytes, kUnit>(static_cast<char*>(row_ptr), cols, live, p, c);
   }
+}
+
+template <class T, class Y, class A, int K, int V, bool kPieces>
+__device__ __forceinline__ void store_values(void* row_ptr, int cols, bool live, const Place& p, const A (&v)[K][V]) {
+  Words c[K];
+  pack_chunks<Y, A, K, V>(v, c);
+  store_packed<Y, K, V, kPieces>(row_ptr, cols, live, p, c);
 }
 
 // One element of storage type t at p, as A.
@@ -273,6 +279,17 @@ struct HeldRow {
   }
   __device__ __forceinline__ A get(int k, int j) const { return v[k][j]; }
   __device__ __forceinline__ void set(int k, int j, A e) { v[k][j] = e; }
+  __device__ __forceinline__ void renew() {}
+  // The largest value held (-inf for none; NaNs are passed over, as by fmax).
+  __device__ __forceinline__ A max() const {
+    A m = A(-INFINITY);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) m = fmax_(m, v[k][j]);
+    }
+    return m;
+  }
 };
 
 template <class T, class A, int K, int V, bool kPieces, bool kLastChunkOnce>
@@ -309,6 +326,29 @@ struct HeldRow<T, A, K, V, true, kPieces, kLastChunkOnce> {
   }
   __device__ __forceinline__ A get(int k, int j) const { return chunk_get<T, A>(c[k], j); }
   __device__ __forceinline__ void set(int, int, A) {}
+  // Tells the compiler the held words may have changed, so that values widened from them before
+  // are widened again where used after, not kept: a wide kernel (64 columns a thread) that kept
+  // its widened row from the sum of exps to the output spilled 200-400 bytes.
+  __device__ __forceinline__ void renew() {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(c[k].w[i]));
+    }
+  }
+  // The largest value held, taken on the packed pairs (exact, and NaNs passed over as by fmax):
+  // half the instructions of widening each element, and no widened values for the compiler to
+  // keep (the wide kernel spilled 32 bytes more with them).
+  __device__ __forceinline__ A max() const {
+    uint32_t m = pair_max<T>(c[0].w[0], c[0].w[0]);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i) m = pair_max<T>(m, c[k].w[i]);
+    }
+    const Words w = {{m, 0, 0, 0}};
+    return fmax_(chunk_get<T, A>(w, 0), chunk_get<T, A>(w, 1));
+  }
 };
 
 // Stores a row of an output of type Y (layout T), or of run-time type t (generic kernels); kPieces

@@ -110,6 +110,23 @@ __device__ __forceinline__ A chunk_get(const Words& c, int j) {
   }
 }
 
+// The larger of each pair of 16-bit T elements in two words (a NaN loses to a number, as in
+// fmax): exact, one instruction for two elements.
+template <class T>
+__device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b) {
+  static_assert(Elem<T>::kBytes == 2, "pairs of 16-bit elements");
+  uint32_t r;
+  if constexpr (Elem<T>::kDtype == SOFTMAX_DTYPE_F16) {
+    const __half2 m = __hmax2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+    r = *reinterpret_cast<const uint32_t*>(&m);
+  } else {
+    const __nv_bfloat162 m =
+        __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+    r = *reinterpret_cast<const uint32_t*>(&m);
+  }
+  return r;
+}
+
 // One element of storage type `t`, rounded to nearest even from v; returned in the low bits.
 template <class A>
 __device__ __forceinline__ uint64_t element_bits(A v, softmax_dtype t) {

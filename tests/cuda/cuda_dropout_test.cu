@@ -150,9 +150,9 @@ TEST(CudaDropout, PZeroIsSoftmaxRowsBitForBit) {
       CUDA_OK(poison(dz.p, n * es));
       const softmax_options o = cuda_options();
       // p = 0 runs softmax_rows' kernels: one array per thread.
-      ASSERT_RUNS_OR_REFUSED(softmax_rows(dx.p, dy.p, rows, cols, t, &o), int64_t(cols), es, 1);
-      ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.p, dz.p, dm.at<uint8_t>(), rows, cols, t, 0.0f, 5, 3, &o),
-                             int64_t(cols), es, 1);
+      ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(dx.p, dy.p, rows, cols, t, &o), int64_t(cols), es);
+      ASSERT_ROWS_RUN_OR_REFUSED(softmax_dropout(dx.p, dz.p, dm.at<uint8_t>(), rows, cols, t, 0.0f, 5, 3, &o),
+                                 int64_t(cols), es);
       std::vector<unsigned char> a(n * es), b(n * es);
       std::vector<uint8_t> mask(n);
       CUDA_OK(cudaMemcpy(a.data(), dy.p, n * es, cudaMemcpyDeviceToHost));

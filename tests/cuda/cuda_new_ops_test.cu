@@ -383,8 +383,8 @@ void run_forward_typed(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t c
   for (size_t c = 2; c < cols; c += 5) x.set(c, -INFINITY);
   Dev xv(x, offset), yv(yt, n, offset);
   const softmax_options o = typed_options(yt, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-  ASSERT_RUNS_OR_REFUSED(softmax_rows(xv.p, yv.p, int64_t(rows), int64_t(cols), xt, &o), int64_t(cols),
-                         held_layout_bytes(xt, yt), 1);
+  ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(xv.p, yv.p, int64_t(rows), int64_t(cols), xt, &o), int64_t(cols),
+                             held_layout_bytes(xt, yt));
   CUDA_OK(cudaDeviceSynchronize());
   const Buffer y = yv.host(yt, n);
   const bool fp64 = xt == SOFTMAX_DTYPE_F64 || yt == SOFTMAX_DTYPE_F64;

@@ -43,7 +43,7 @@ void run_case(const Case& c, cudaStream_t s = nullptr) {
   CUDA_OK(cudaMemcpyAsync(xp, x.data(), n * es, cudaMemcpyHostToDevice, s));
   if (!c.in_place) CUDA_OK(poison(yp, n * es, s));
   const softmax_options o = cuda_options(s, c.log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-  ASSERT_RUNS_OR_REFUSED(softmax_rows(xp, yp, int64_t(c.rows), int64_t(c.cols), c.dtype, &o), int64_t(c.cols), es, 1);
+  ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(xp, yp, int64_t(c.rows), int64_t(c.cols), c.dtype, &o), int64_t(c.cols), es);
   Buffer y(c.dtype, n);
   CUDA_OK(cudaMemcpyAsync(y.data(), yp, n * es, cudaMemcpyDeviceToHost, s));
   CUDA_OK(cudaStreamSynchronize(s));
@@ -209,7 +209,7 @@ TEST(CudaRowsNonFinite, TextbookSemantics) {
         CUDA_OK(cudaMemcpy(dx.p, x.data(), n * es, cudaMemcpyHostToDevice));
         CUDA_OK(poison(dy.p, n * es));
         const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-        ASSERT_RUNS_OR_REFUSED(softmax_rows(dx.p, dy.p, int64_t(rows), int64_t(cols), t, &o), int64_t(cols), es, 1);
+        ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(dx.p, dy.p, int64_t(rows), int64_t(cols), t, &o), int64_t(cols), es);
         Buffer y(t, n);
         CUDA_OK(cudaMemcpy(y.data(), dy.p, n * es, cudaMemcpyDeviceToHost));
         std::vector<size_t> which;
@@ -272,7 +272,7 @@ void check_single_long_row(softmax_dtype t, size_t cols, bool log_softmax) {
   CUDA_OK(cudaMemcpy(dx.p, x.data(), cols * es, cudaMemcpyHostToDevice));
   CUDA_OK(poison(dy.p, cols * es));
   const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-  ASSERT_RUNS_OR_REFUSED(softmax_rows(dx.p, dy.p, 1, int64_t(cols), t, &o), int64_t(cols), es, 1);
+  ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(dx.p, dy.p, 1, int64_t(cols), t, &o), int64_t(cols), es);
   Buffer y(t, cols);
   CUDA_OK(cudaMemcpy(y.data(), dy.p, cols * es, cudaMemcpyDeviceToHost));
   // No element may be left unwritten (poison is NaN).

@@ -116,14 +116,16 @@ inline bool forced_strategy(softmax_internal::Strategy* s) {
 // The status a call on rows of `cols` columns must return: SUCCESS, or INTERNAL_ERROR when a
 // forced strategy cannot hold such rows (the library must refuse, not run another strategy).
 // `layout_bytes` is the element size of the arrays the kernels hold (x for the forward, y for the
-// backward), `arrays` how many of them a thread holds.
-inline softmax_status expected_status(int64_t cols, size_t layout_bytes, int arrays = 1) {
+// backward), `arrays` how many of them a thread holds; `softmax_rows`: the call runs softmax_rows'
+// kernels (whose wide block holds 16-bit rows packed, launch_plan.h wide_chunks).
+inline softmax_status expected_status(int64_t cols, size_t layout_bytes, int arrays = 1, bool softmax_rows = false) {
   softmax_internal::Strategy s;
   if (!forced_strategy(&s)) return SOFTMAX_STATUS_SUCCESS;
   const int chunk_elems = 16 / int(layout_bytes);
   const int64_t chunks = (cols + chunk_elems - 1) / chunk_elems;
-  return chunks <= softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays) ? SOFTMAX_STATUS_SUCCESS
-                                                                                     : SOFTMAX_STATUS_INTERNAL_ERROR;
+  return chunks <= softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays, softmax_rows)
+             ? SOFTMAX_STATUS_SUCCESS
+             : SOFTMAX_STATUS_INTERNAL_ERROR;
 }
 
 // The runtime-behaviour tests (threads, streams, graphs, memory kinds) run lengths of every
@@ -138,9 +140,14 @@ inline softmax_status expected_status(int64_t cols, size_t layout_bytes, int arr
   } while (0)
 
 // Asserts that `call` returns expected_status(...); after a (checked) refusal the test returns.
-#define ASSERT_RUNS_OR_REFUSED(call, cols, layout_bytes, arrays)                                   \
+// ASSERT_ROWS_RUN_OR_REFUSED: a call that runs softmax_rows' kernels (one array).
+#define ASSERT_ROWS_RUN_OR_REFUSED(call, cols, layout_bytes) \
+  ASSERT_STATUS_OR_REFUSED(call, ::softmax_cuda_test::expected_status(cols, layout_bytes, 1, true))
+#define ASSERT_RUNS_OR_REFUSED(call, cols, layout_bytes, arrays) \
+  ASSERT_STATUS_OR_REFUSED(call, ::softmax_cuda_test::expected_status(cols, layout_bytes, arrays))
+#define ASSERT_STATUS_OR_REFUSED(call, want)                                                       \
   do {                                                                                             \
-    const softmax_status want_ = ::softmax_cuda_test::expected_status(cols, layout_bytes, arrays); \
+    const softmax_status want_ = (want);                                                           \
     const softmax_status got_ = (call);                                                            \
     ASSERT_EQ(got_, want_) << softmax_status_string(got_) << ": " << softmax_last_error();        \
     if (want_ != SOFTMAX_STATUS_SUCCESS) {                                                         \

@@ -23,6 +23,7 @@ struct FamilyCase {
   int arrays;
   bool full;
   bool wide_first;
+  bool packed16;  // 16-bit softmax rows: a wide block kernel that holds them packed
   int segment_chunks;
   int max_cluster;
 };
@@ -32,22 +33,23 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, 4, 8},
-      {"16-bit softmax", 8, 1, true, false, 4, 2},
-      {"16-bit statistics", 8, 1, false, false, 4, 8},
-      {"f64 softmax", 2, 1, false, false, 4, 8},
-      {"f32 dropout", 4, 1, true, true, 4, 8},
-      {"16-bit dropout", 8, 1, true, true, 2, 8},
-      {"f32 backward", 4, 2, true, true, 2, 4},
-      {"16-bit backward", 8, 2, true, true, 2, 1},
-      {"mixed backward", 4, 2, false, true, 2, 4},
-      {"16-bit dropout backward", 8, 2, true, true, 2, 8},
+      {"f32 softmax", 4, 1, true, false, true, 4, 8},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 2},
+      {"16-bit statistics", 8, 1, false, false, false, 4, 8},
+      {"f64 softmax", 2, 1, false, false, true, 4, 8},
+      {"f32 dropout", 4, 1, true, true, false, 4, 8},
+      {"16-bit dropout", 8, 1, true, true, false, 2, 8},
+      {"f32 backward", 4, 2, true, true, false, 2, 4},
+      {"16-bit backward", 8, 2, true, true, false, 2, 1},
+      {"mixed backward", 4, 2, false, true, false, 2, 4},
+      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8},
   };
   return f;
 }
 
 KernelFamily family_of(const FamilyCase& fc) {
-  return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first, fc.segment_chunks, fc.max_cluster);
+  return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
+                       wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster);
 }
 
 DeviceLimits hopper() {
@@ -82,7 +84,7 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   const int kmax = max_chunks(fc.chunk_elems, fc.arrays);
-  const int kwide = wide_chunks(fc.chunk_elems, fc.arrays);
+  const int kwide = wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16);
   ASSERT_EQ(f.block_k, fc.wide_first ? kwide : kmax);
   ASSERT_EQ(f.wide_k, kwide);
   const DeviceLimits dev = hopper();
@@ -211,13 +213,14 @@ TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   if (small_blocks) EXPECT_EQ(p.strategy, Strategy::Block) << "288-thread blocks fit three to an SM";
 }
 
-// Forward families of f32 chunks and dropout give a block at most 512 threads, the 16-bit
-// softmax and the backward families up to 1024.
+// Forward families of f32 chunks, the 16-bit softmax (whose wide kernel holds 32K columns in
+// 512 threads) and dropout give a block at most 512 threads, the 16-bit statistics and the
+// backward families up to 1024.
 TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   const std::string n = fc.name;
-  const bool capped = n == "f32 softmax" || n == "f32 dropout" || n == "16-bit dropout";
+  const bool capped = n == "f32 softmax" || n == "16-bit softmax" || n == "f32 dropout" || n == "16-bit dropout";
   EXPECT_EQ(f.block_threads, capped ? 512 : 1024) << n;
   int64_t widest = 0;
   for (int64_t cols : lengths()) {

@@ -18,7 +18,7 @@ namespace {
 // Whether SOFTMAX_CUDA_STRATEGY forces a strategy that cannot hold this call's rows (which the
 // library must then refuse by name): the strategy's capacity from launch_plan.h, in chunks of
 // x's layout (16-bit x with f32 y is held in chunks of four columns, like f32 rows); 16-bit
-// dropout holds half the chunks per thread.
+// dropout holds half the chunks per thread, and softmax_rows' wide block 16-bit rows packed.
 bool forced_refusal_expected(const Call& c) {
   const char* v = std::getenv("SOFTMAX_CUDA_STRATEGY");
   if (v == nullptr || *v == '\0') return false;
@@ -30,9 +30,10 @@ bool forced_refusal_expected(const Call& c) {
     const bool narrow = softmax_test::element_size(c.x->dtype) == 2 && c.y_dtype == SOFTMAX_DTYPE_F32;
     const int es = generic ? 8 : narrow ? 4 : int(softmax_test::element_size(c.x->dtype));
     const int chunk_elems = 16 / es;
-    const int arrays = c.dropout && es == 2 ? 2 : 1;
+    const bool dropout_kernels = c.dropout && c.drop.p > 0.0f;  // p = 0 runs softmax_rows'
+    const int arrays = dropout_kernels && es == 2 ? 2 : 1;
     const int64_t chunks = (c.cols + chunk_elems - 1) / chunk_elems;
-    return chunks > softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays);
+    return chunks > softmax_internal::strategy_capacity_chunks(s, chunk_elems, arrays, !dropout_kernels);
   }
   return false;
 }
