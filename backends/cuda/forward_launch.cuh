@@ -82,16 +82,10 @@ template <class T, Forward kOp>
 constexpr int kForwardSegmentChunks =
     kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : max_chunks(kChunkElems<T>, 1);
 
-// The largest cluster of the default plan (KernelFamily::max_cluster): 16-bit softmax rows past
-// a cluster of two run as split rows, which are resident in shared memory.
-template <class T, Forward kOp>
-constexpr int kForwardMaxCluster = kOp == Forward::Softmax && kChunkElems<T> == 8 ? 2 : 8;
-
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
-                        kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<T, kOp>>(a.cols, Launches<T, Y, A, kOp>{a, env},
-                                                                                   env);
+                        kForwardSegmentChunks<T, kOp>, 8>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

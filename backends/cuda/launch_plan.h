@@ -93,17 +93,19 @@ struct KernelFamily {
   // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
   // loads; rows past one such block run as clusters of them, and rows past eight as split rows.
   // On the H200 (1 GiB), against 1024: f32 softmax and log-softmax 12K-256K columns +2-11%,
-  // bf16 x with f32 y +4-10%, f32 dropout 64K-256K +7-14%, 16-bit 32K-128K +14-20%; 16-bit
-  // softmax rows (1024-thread blocks hold them packed in 16 registers) ran 2-8% slower so, the
-  // backward families mixed, and they keep 1024 (bench/RESULTS.md).
+  // bf16 x with f32 y +4-10%, f32 dropout 64K-256K +7-14%, 16-bit 32K-128K +14-20%. 16-bit
+  // softmax rows take 512 too, in their wide packed kernel (wide_chunks): a 32K-column row is one
+  // such block, +10-48% at 20K-64K columns against one 1024-thread block or a cluster of them. The
+  // backward families, mixed under the cap, keep 1024 (bench/RESULTS.md).
   int block_threads;
   // The largest cluster the default plan takes (forced strategies take up to 8, or
   // SOFTMAX_CUDA_MAX_CLUSTER); rows past it run as split rows. Where the split is resident in
-  // shared memory (softmax_rows and its backward), clusters of large blocks lost to it on the
-  // H200: 16-bit softmax rows past clusters of two (96K-256K columns +3-43%; at 64K, clusters of
-  // two, the split is 4-6% ahead aligned and 4% behind one element off), 16-bit backward rows
-  // past one block (32K-128K +19-56%), f32 and mixed backward rows past clusters of four (96K
-  // +14%; at 64K the cluster of four is 11% ahead).
+  // shared memory (softmax_rows and its backward), clusters of 1024-thread blocks lost to it on
+  // the H200: 16-bit backward rows past one block (32K-128K +19-56%), f32 and mixed backward rows
+  // past clusters of four (96K +14%; at 64K the cluster of four is 11% ahead). The forward
+  // families, whose blocks take at most 512 threads where rows are long (16-bit softmax rows in
+  // the wide packed kernel), keep clusters of up to eight: 16-bit rows of 128K-256K columns ran
+  // 4-8% faster so than as split rows, 200003 columns one element off 15%, 16 rows of 128K 26%.
   int max_cluster;
 };
 

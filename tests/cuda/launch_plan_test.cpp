@@ -34,7 +34,7 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
       {"f32 softmax", 4, 1, true, false, true, 4, 8},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 2},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 8},
       {"16-bit statistics", 8, 1, false, false, false, 4, 8},
       {"f64 softmax", 2, 1, false, false, true, 4, 8},
       {"f32 dropout", 4, 1, true, true, false, 4, 8},
@@ -231,8 +231,8 @@ TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
   EXPECT_EQ(widest, f.block_threads) << n;
 }
 
-// Rows past the family's largest cluster run as split rows: clusters of up to two blocks for
-// 16-bit softmax rows, none for 16-bit backward rows, up to four for the f32 and mixed backward.
+// Rows past the family's largest cluster run as split rows: no clusters for 16-bit backward rows,
+// up to four blocks for the f32 and mixed backward, eight for the rest.
 TEST_P(DefaultPlan, ClustersUpToTheFamilysLargest) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
