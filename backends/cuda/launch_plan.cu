@@ -121,7 +121,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
-  f.block_threads = arrays == 1 && (chunk_elems == 4 || wide_first || wide_k > kmax) ? 512 : 1024;
+  f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   return f;
 }

@@ -333,18 +333,18 @@ struct HeldRow<T, A, K, V, true, kPieces, kLastChunkOnce> {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(c[k].w[i]));
+      for (int i = 0; i < V / 2; ++i) asm volatile("" : "+r"(c[k].w[i]));
     }
   }
   // The largest value held, taken on the packed pairs (exact, and NaNs passed over as by fmax):
   // half the instructions of widening each element, and no widened values for the compiler to
   // keep (the wide kernel spilled 32 bytes more with them).
   __device__ __forceinline__ A max() const {
-    uint32_t m = pair_max<T>(c[0].w[0], c[0].w[0]);
+    uint32_t m = c[0].w[0];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
-      for (int i = 0; i < V / 2; ++i) m = pair_max<T>(m, c[k].w[i]);
+      for (int i = k == 0 ? 1 : 0; i < V / 2; ++i) m = pair_max<T>(m, c[k].w[i]);
     }
     const Words w = {{m, 0, 0, 0}};
     return fmax_(chunk_get<T, A>(w, 0), chunk_get<T, A>(w, 1));
