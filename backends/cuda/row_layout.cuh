@@ -45,6 +45,11 @@ struct Place {
   int width;  // G
   int first;  // s*K*G
   __device__ __forceinline__ int chunk(int k) const { return first + k * width + lane; }
+  // Whether the thread's K units of UB bytes all end within the row's first `bytes` bytes.
+  template <int K, int UB>
+  __device__ __forceinline__ bool units_within(int bytes) const {
+    return UB * (chunk(K - 1) + 1) <= bytes;
+  }
   // Which of the thread's K chunks is logical chunk L, or -1 when another thread holds it.
   template <int K>
   __device__ __forceinline__ int slot_of(int L) const {
@@ -167,7 +172,7 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
   // A warp whose units all lie inside their aligned rows loads them without a test per unit: the
   // tests and their branches took a tenth of the instructions of 16-bit dropout, which its
   // instruction count bounds.
-  if (__all_sync(kFullMask, live && sh == 0 && UB * (p.chunk(K - 1) + 1) <= r.bytes)) {
+  if (__all_sync(kFullMask, live && sh == 0 && p.units_within<K, UB>(r.bytes))) {
 #pragma unroll
     for (int k = 0; k < K; ++k) out.unit[k] = load_unit<UB, ES>(r.row + UB * p.chunk(k), r, true);
     out.extra = Words{{0, 0, 0, 0}};
@@ -260,7 +265,7 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
   const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & (UB - 1)) : 0;
   const int bytes = cols * ES;
   if (!__any_sync(kFullMask, sh != 0)) {
-    if (__all_sync(kFullMask, live && UB * (p.chunk(K - 1) + 1) <= bytes)) {  // as issue_units loads
+    if (__all_sync(kFullMask, live && p.units_within<K, UB>(bytes))) {  // as issue_units loads
 #pragma unroll
       for (int k = 0; k < K; ++k) store_piece<UB>(row + UB * p.chunk(k), 0, c[k]);
       return;
