@@ -70,12 +70,18 @@ int resident_warps(int threads) { return resident_blocks(threads) * threads / 32
 // block keeps more warps resident per SM: a row of 1025 chunks takes 288 threads of four chunks
 // (three blocks, 27 warps per SM) or 160 of eight (six blocks, 30 warps). Rows that fall just past
 // a multiple of a warp's chunks ran 4-11% faster so on the H200 (f32 4097-6000 columns), those
-// that fill their warps alike either way.
+// that fill their warps alike either way. A packed wide kernel (KernelFamily::wide_packed) pays
+// for its residency with a second pass of exps: on the H200 it won where the narrow blocks fit
+// two to an SM (bf16 11000-13000 columns, 6-16%) and lost where they fit three or more (2050
+// columns 39%, 3000 11%, 8196 20%).
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
   bool found = false;
   for (int k : {f.block_k, f.wide_k}) {
     const int64_t threads = round_up32(ceil_div(chunks, k));
-    if (threads > max_threads || (found && resident_warps(int(threads)) <= resident_warps(p->threads))) continue;
+    if (threads > max_threads) continue;
+    if (found && (resident_warps(int(threads)) <= resident_warps(p->threads) ||
+                  (f.wide_packed && resident_blocks(p->threads) > 2)))
+      continue;
     *p = Plan{Strategy::Block, k, 1, 32, int(threads), 1};
     found = true;
   }
@@ -123,6 +129,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
+  f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;
   return f;
 }
 

@@ -107,6 +107,9 @@ struct KernelFamily {
   // the wide packed kernel), keep clusters of up to eight: 16-bit rows of 128K-256K columns ran
   // 4-8% faster so than as split rows, 200003 columns one element off 15%, 16 rows of 128K 26%.
   int max_cluster;
+  // The wide kernel holds 16-bit rows packed and takes their exps twice (16-bit softmax rows):
+  // block_plan takes it for residency only where the narrow blocks fit at most two to an SM.
+  bool wide_packed;
 };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).

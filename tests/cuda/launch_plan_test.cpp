@@ -135,7 +135,9 @@ int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
 
 // Where both block kernels hold a row, the plan takes the one that keeps more warps resident
 // (the narrow one on a tie): rows just past a multiple of a warp's chunks (4097 f32 columns:
-// 1025 chunks) would otherwise run a nearly empty last warp in fewer blocks per SM.
+// 1025 chunks) would otherwise run a nearly empty last warp in fewer blocks per SM. A packed
+// wide kernel (16-bit softmax rows) is taken so only where the narrow blocks fit at most two to
+// an SM.
 TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
@@ -148,8 +150,12 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
     const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
     const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
+    const bool packed_wide = fc.packed16 && fc.chunk_elems == 8 && f.wide_k != f.block_k;
+    EXPECT_EQ(f.wide_packed, packed_wide) << fc.name;
     int want = f.block_k;
-    if (narrow_threads > f.block_threads || warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads)))
+    if (narrow_threads > f.block_threads ||
+        (warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads)) &&
+         (!packed_wide || 1024 / narrow_threads <= 2)))
       want = f.wide_k;
     wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
     if (p.k != want && ++failures <= 10) {
@@ -247,6 +253,26 @@ TEST_P(DefaultPlan, ClustersUpToTheFamilysLargest) {
   }
   EXPECT_EQ(largest, fc.max_cluster == 1 ? 0 : fc.max_cluster) << fc.name;
   EXPECT_TRUE(split) << fc.name;
+}
+
+// An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency;
+// 16-bit rows of 2050 or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000
+// the packed wide one (five blocks of 192 threads against two of 384), of 16392 the wide one
+// because the narrow blocks cannot hold it.
+TEST(DefaultPlanExamples, PackedWideKernelForResidencyOnlyWhereNarrowBlocksFitTwoPerSm) {
+  const struct {
+    int family;  // index in families()
+    int64_t cols;
+    int k, threads;
+  } cases[] = {{0, 4097, 8, 160}, {1, 2050, 4, 96}, {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288}};
+  for (const auto& c : cases) {
+    const FamilyCase& fc = families()[size_t(c.family)];
+    Plan p;
+    ASSERT_TRUE(make_plan(c.cols, fc.chunk_elems, family_of(fc), hopper(), &p).good());
+    EXPECT_EQ(p.strategy, Strategy::Block) << fc.name << ", " << c.cols;
+    EXPECT_EQ(p.k, c.k) << fc.name << ", " << c.cols;
+    EXPECT_EQ(p.threads, c.threads) << fc.name << ", " << c.cols;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
