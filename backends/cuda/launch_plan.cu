@@ -66,15 +66,21 @@ bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p)
 int resident_blocks(int threads) { return 1024 / threads; }
 int resident_warps(int threads) { return resident_blocks(threads) * threads / 32; }
 
-// One block of block_k chunks per thread, or of wide_k when the row needs more or when the wide
-// block keeps more warps resident per SM: a row of 1025 chunks takes 288 threads of four chunks
-// (three blocks, 27 warps per SM) or 160 of eight (six blocks, 30 warps). Rows that fall just past
-// a multiple of a warp's chunks ran 4-11% faster so on the H200 (f32 4097-6000 columns), those
-// that fill their warps alike either way. A packed wide kernel (KernelFamily::wide_packed) pays
+// One warp of warp_k chunks per thread for a row that it holds past one warp of block_k (bf16
+// rows of 1100 / 1200 / 1500 columns on the H200: 2.1 / 2.7 / 2.8 TB/s in two warps of four
+// chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of block_k chunks per thread, or of
+// wide_k when the row needs more or when the wide block keeps more warps resident per SM: a row
+// of 1025 chunks takes 288 threads of four chunks (three blocks, 27 warps per SM) or 160 of eight
+// (six blocks, 30 warps). Rows that fall just past a multiple of a warp's chunks ran 4-11% faster
+// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. A packed wide kernel (KernelFamily::wide_packed) pays
 // for its residency with a second pass of exps: on the H200 it won where the narrow blocks fit
 // two to an SM (bf16 11000-13000 columns, 6-16%) and lost where they fit three or more (2050
 // columns 39%, 3000 11%, 8196 20%).
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
+  if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) {
+    *p = Plan{Strategy::Block, f.warp_k, 1, 32, 32, 1};
+    return true;
+  }
   bool found = false;
   for (int k : {f.block_k, f.wide_k}) {
     const int64_t threads = round_up32(ceil_div(chunks, k));
@@ -130,6 +136,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;
+  f.warp_k = warp_chunks(chunk_elems, arrays, f.wide_packed);
   return f;
 }
 

@@ -60,6 +60,15 @@ constexpr int wide_chunks(int chunk_elems, int arrays, bool packed16 = false) {
                                                                            : max_chunks(chunk_elems, arrays);
 }
 
+// Chunks per thread of a one-warp block kernel for rows just past one warp of max_chunks, in
+// families whose wide kernel holds 16-bit rows packed (0: none). A 16-bit row of 1025-1536
+// columns (129-192 chunks) would otherwise take two warps of four chunks, the second nearly empty
+// at the short end, or one warp of eight, a quarter of whose chunks are past the row; six chunks
+// are held packed (24 registers), as the wide kernel holds eight.
+constexpr int warp_chunks(int chunk_elems, int arrays, bool packed16) {
+  return packed16 && chunk_elems == 8 && arrays == 1 ? 6 : 0;
+}
+
 // Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
 // (K * R = row_chunks), or one row when K alone reaches that.
 constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_chunks / k : 1; }
@@ -110,6 +119,9 @@ struct KernelFamily {
   // The wide kernel holds 16-bit rows packed and takes their exps twice (16-bit softmax rows):
   // block_plan takes it for residency only where the narrow blocks fit at most two to an SM.
   bool wide_packed;
+  // warp_chunks of the family: rows of (32 * block_k, 32 * warp_k] chunks run one 32-thread block
+  // of warp_k chunks per thread (0: none).
+  int warp_k;
 };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).

@@ -75,7 +75,7 @@ TEST_P(CudaRowsTest, MisalignedByOneElement) {
   run_case({dtype, std::max<size_t>(3, rows_for(cols) / 7) | 1, cols, log_softmax, 1});
 }
 
-const size_t kCols[] = {1, 2, 3, 31, 32, 33, 127, 1000, 1023, 1024, 1025, 2047, 4097, 12345, 32769, 65537, 1048577};
+const size_t kCols[] = {1, 2, 3, 31, 32, 33, 127, 1000, 1023, 1024, 1025, 1536, 2047, 4097, 12345, 32769, 65537, 1048577};
 
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, CudaRowsTest,
@@ -106,12 +106,12 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
 }
 
 // Shapes that land on each branch of the launcher's table: warp groups of every width,
-// one block per row, clusters of 2/4/8, split rows for few rows, for long rows, and in several
-// L2-sized waves.
+// one block per row (16-bit rows of 1200 columns: one warp of six chunks), clusters of 2/4/8,
+// split rows for few rows, for long rows, and in several L2-sized waves.
 TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {
-      {4097, 4},      {1001, 8},    {517, 64},    {301, 256},   {77, 640},     {33, 1024},
+      {4097, 4},      {1001, 8},    {517, 64},    {301, 256},   {77, 640},     {33, 1024},  {67, 1200},
       {131, 2048},    {29, 8192},   {201, 8193},  {67, 16384},  {101, 32768},  {41, 65536},
       {5, 20000},     {2, 40000},   {3, 131072},  {1, 1 << 20}, {40, 200003},  {24, 262144},
       {7, 16385}};

@@ -108,7 +108,8 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
       }
       case Strategy::Block:
       case Strategy::Cluster: {
-        if (p.k != f.block_k && p.k != f.wide_k) bad = "no block kernel of that many chunks";
+        if (p.k != f.block_k && p.k != f.wide_k && p.k != f.warp_k) bad = "no block kernel of that many chunks";
+        if (p.k == f.warp_k && p.threads != 32) bad = "the one-warp kernel in a larger block";
         if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
         if (p.threads < 32 || p.threads > f.block_threads || p.threads % 32 != 0) bad = "block threads";
         if (p.cluster < 1 || p.cluster > f.max_cluster || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
@@ -148,6 +149,7 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, dev, &p).good());
     if (p.strategy != Strategy::Block) continue;
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) continue;  // one warp, below
     const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
     const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
     const bool packed_wide = fc.packed16 && fc.chunk_elems == 8 && f.wide_k != f.block_k;
@@ -255,16 +257,43 @@ TEST_P(DefaultPlan, ClustersUpToTheFamilysLargest) {
   EXPECT_TRUE(split) << fc.name;
 }
 
+// Rows just past one warp of block_k chunks run one warp of warp_chunks (16-bit softmax rows of
+// 1025-1536 columns: six chunks a thread); other families have no such kernel.
+TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = family_of(fc);
+  EXPECT_EQ(f.warp_k, warp_chunks(fc.chunk_elems, fc.arrays, fc.packed16));
+  EXPECT_EQ(f.warp_k, fc.packed16 && fc.chunk_elems == 8 && fc.arrays == 1 ? 6 : 0) << fc.name;
+  int64_t warp_rows = 0;
+  for (int64_t cols : lengths()) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    const bool in_range = f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k;
+    if (in_range) {
+      ++warp_rows;
+      EXPECT_EQ(p.strategy, Strategy::Block) << fc.name << ", " << cols;
+      EXPECT_EQ(p.k, f.warp_k) << fc.name << ", " << cols;
+      EXPECT_EQ(p.threads, 32) << fc.name << ", " << cols;
+    } else if (f.warp_k > 0) {
+      EXPECT_FALSE(p.k == f.warp_k && p.k != f.block_k && p.k != f.wide_k) << fc.name << ", " << cols;
+    }
+  }
+  EXPECT_EQ(warp_rows, f.warp_k > 0 ? 32 * int64_t(f.warp_k - f.block_k) * fc.chunk_elems : 0) << fc.name;
+}
+
 // An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency;
-// 16-bit rows of 2050 or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000
+// 16-bit rows of 1100 or 1536 columns one warp of six chunks, of 1537 two warps of four, of 2050
+// or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000
 // the packed wide one (five blocks of 192 threads against two of 384), of 16392 the wide one
 // because the narrow blocks cannot hold it.
-TEST(DefaultPlanExamples, PackedWideKernelForResidencyOnlyWhereNarrowBlocksFitTwoPerSm) {
+TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   const struct {
     int family;  // index in families()
     int64_t cols;
     int k, threads;
-  } cases[] = {{0, 4097, 8, 160}, {1, 2050, 4, 96}, {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288}};
+  } cases[] = {{0, 4097, 8, 160}, {1, 1100, 6, 32}, {1, 1536, 6, 32}, {1, 1537, 4, 64},
+               {1, 2050, 4, 96},  {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288}};
   for (const auto& c : cases) {
     const FamilyCase& fc = families()[size_t(c.family)];
     Plan p;
