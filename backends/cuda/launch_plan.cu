@@ -72,10 +72,10 @@ int resident_warps(int threads) { return resident_blocks(threads) * threads / 32
 // wide_k when the row needs more or when the wide block keeps more warps resident per SM: a row
 // of 1025 chunks takes 288 threads of four chunks (three blocks, 27 warps per SM) or 160 of eight
 // (six blocks, 30 warps). Rows that fall just past a multiple of a warp's chunks ran 4-11% faster
-// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. A packed wide kernel (KernelFamily::wide_packed) pays
-// for its residency with a second pass of exps: on the H200 it won where the narrow blocks fit
-// two to an SM (bf16 11000-13000 columns, 6-16%) and lost where they fit three or more (2050
-// columns 39%, 3000 11%, 8196 20%).
+// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. A packed
+// wide kernel (KernelFamily::wide_packed) pays for its residency with a second pass of exps: on
+// the H200 it won where the narrow blocks fit two to an SM (bf16 11000-13000 columns, 6-16%) and
+// lost where they fit three or more (2050 columns 39%, 3000 11%, 8196 20%).
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
   if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) {
     *p = Plan{Strategy::Block, f.warp_k, 1, 32, 32, 1};

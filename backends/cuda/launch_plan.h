@@ -63,8 +63,8 @@ constexpr int wide_chunks(int chunk_elems, int arrays, bool packed16 = false) {
 // Chunks per thread of a one-warp block kernel for rows just past one warp of max_chunks, in
 // families whose wide kernel holds 16-bit rows packed (0: none). A 16-bit row of 1025-1536
 // columns (129-192 chunks) would otherwise take two warps of four chunks, the second nearly empty
-// at the short end, or one warp of eight, a quarter of whose chunks are past the row; six chunks
-// are held packed (24 registers), as the wide kernel holds eight.
+// at the short end, or one warp of eight, a quarter to a half of whose chunks are past the row;
+// six chunks are held packed (24 registers), as the wide kernel holds eight.
 constexpr int warp_chunks(int chunk_elems, int arrays, bool packed16) {
   return packed16 && chunk_elems == 8 && arrays == 1 ? 6 : 0;
 }
@@ -78,7 +78,7 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 // segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
 // largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
 // clusters (the same kernel where they are equal, and only the wide one in wide_first
-// families).
+// families), and 16-bit softmax rows a one-warp block kernel of warp_chunks.
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
