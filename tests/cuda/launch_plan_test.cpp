@@ -276,7 +276,7 @@ TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
       EXPECT_EQ(p.k, f.warp_k) << fc.name << ", " << cols;
       EXPECT_EQ(p.threads, 32) << fc.name << ", " << cols;
     } else if (f.warp_k > 0) {
-      EXPECT_FALSE(p.k == f.warp_k && p.k != f.block_k && p.k != f.wide_k) << fc.name << ", " << cols;
+      EXPECT_NE(p.k, f.warp_k) << fc.name << ", " << cols;
     }
   }
   EXPECT_EQ(warp_rows, f.warp_k > 0 ? 32 * int64_t(f.warp_k - f.block_k) * fc.chunk_elems : 0) << fc.name;
@@ -284,9 +284,9 @@ TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
 
 // An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency;
 // 16-bit rows of 1100 or 1536 columns one warp of six chunks, of 1537 two warps of four, of 2050
-// or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000
-// the packed wide one (five blocks of 192 threads against two of 384), of 16392 the wide one
-// because the narrow blocks cannot hold it.
+// or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000 the packed wide one
+// (five blocks of 192 threads against two of 384), of 16392 the wide one because the narrow
+// blocks cannot hold it.
 TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   const struct {
     int family;  // index in families()
