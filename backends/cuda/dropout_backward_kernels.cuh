@@ -19,7 +19,8 @@ namespace softmax_internal {
 namespace cuda_kernels {
 
 // The dropout backward moves its rows like the dropout forward into its dx type, x's
-// (kRowsInPieces): f32 dropout backward at 4097 columns 2.7 -> 3.2 TB/s, bf16 -5% in pieces.
+// (kRowsInPieces): f32 dropout backward at 4097 columns 2.7 -> 3.2 TB/s, bf16 -5% in pieces; 16-bit
+// rows have the second form in pieces (the kernel's kPieces) for rows on 4-byte boundaries.
 template <class T>
 constexpr bool kDropoutRowsInPieces = kRowsInPieces<Forward::Dropout, T>;
 
@@ -38,16 +39,16 @@ struct DropoutBackwardArgs {
 };
 
 // dy of the thread's chunks, as values (columns past `limit` zero), whatever dy's type
-// (kLastChunkOnce as for load_values).
-template <class T, class A, int K, int V, bool kLastChunkOnce>
+// (kPieces and kLastChunkOnce as for load_values).
+template <class T, class A, int K, int V, bool kPieces, bool kLastChunkOnce>
 __device__ __forceinline__ void load_dy(const DropoutBackwardArgs& a, int64_t first, int limit, bool live,
                                         const Place& p, A (&dy)[K][V]) {
   if (kGeneric<T> || dtype_bytes(a.dy_dtype) != Elem<T>::kBytes) {
     load_resized<A, K, V>(static_cast<const char*>(a.dy) + first * dtype_bytes(a.dy_dtype), limit, live, a.dy_dtype,
                           p, A(0), dy);
   } else {
-    load_values<T, A, K, V, false, kDropoutRowsInPieces<T>, kLastChunkOnce>(a.dy, a.dy_end, first, limit, live,
-                                                                          a.dy_dtype, p, A(0), dy);
+    load_values<T, A, K, V, false, kPieces, kLastChunkOnce>(a.dy, a.dy_end, first, limit, live, a.dy_dtype, p, A(0),
+                                                          dy);
   }
 }
 
@@ -112,7 +113,7 @@ __device__ __forceinline__ void dropout_backward_finish(const A (&e)[K][V], A (&
   }
 }
 
-template <class T, class A, int K, int R, bool kBlock>
+template <class T, class A, int K, int R, bool kBlock, bool kPieces = kDropoutRowsInPieces<T>>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, K * R * kChunkElems<T> * int(sizeof(A)) / 4)) register_rows_dropout_backward(
     DropoutBackwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const bool live = row < rows;
       const int64_t first = (live ? row : 0) * int64_t(cols);
       uint32_t bits[K];
-      if constexpr (kIssueBeforeBits<T, T, Forward::Dropout>) {
+      if constexpr (kIssueBeforeBits<T, Forward::Dropout, kPieces>) {
         // x's loads are issued before the rounds and realigned after them, as in the forward.
         // Issuing dy's too spilled (ptxas: 4-28 bytes).
         LoadedUnits<K> u;
@@ -141,10 +142,10 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         take_values<T, A, K, V>(u, cols, walk.place, A(-INFINITY), v[r]);
       } else {
         backward_keep_bits<K, V>(a, uint64_t(first), cols, walk.place, live, bits);
-        load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype,
-                                                                     walk.place, A(-INFINITY), v[r]);
+        load_values<T, A, K, V, true, kPieces, kBlock>(a.x, a.x_end, first, cols, live, a.x_dtype, walk.place,
+                                                     A(-INFINITY), v[r]);
       }
-      load_dy<T, A, K, V, kBlock>(a, first, cols, live, walk.place, g[r]);
+      load_dy<T, A, K, V, kPieces, kBlock>(a, first, cols, live, walk.place, g[r]);
       apply_keep<K, V>(a, bits, g[r]);
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
     }
@@ -160,8 +161,8 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       const A M = part[r].m, S = part[r].s[0], D = part[r].s[1] / S;
       const A factor = (own[r].max == A(-INFINITY) ? A(0) : own[r].to_m * exp_diff(own[r].m, M)) / S;
       dropout_backward_finish<A, K, V>(v[r], g[r], factor, D);
-      store_row<T, T, A, K, V, kDropoutRowsInPieces<T>>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype,
-                                                     walk.place, g[r]);
+      store_row<T, T, A, K, V, kPieces>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place,
+                                     g[r]);
     }
   }
   if constexpr (kBlock) {
@@ -195,7 +196,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     backward_keep_bits<K, V>(a, uint64_t(first), limit, p, true, bits);
     load_values<T, A, K, V, true, kDropoutRowsInPieces<T>, true>(a.x, a.x_end, first, limit, true, a.x_dtype, p,
                                                                A(-INFINITY), v);
-    load_dy<T, A, K, V, true>(a, first, limit, true, p, g);
+    load_dy<T, A, K, V, kDropoutRowsInPieces<T>, true>(a, first, limit, true, p, g);
     apply_keep<K, V>(a, bits, g);
   };
 

@@ -42,8 +42,10 @@ enum class Forward { Softmax, Dropout, Stats, FromStats };
 // On the H200 against the realigning path: f32 one element off alignment 2.8 -> 3.6 TB/s, 4097
 // columns 2.2 -> 2.65, aligned 1K +6%; bf16 x -> f32 y 4097 columns +15%, one element off +30%.
 // Softmax rows, bound by memory, lose (pieces from lanes 16 bytes apart write each sector
-// partly several times), and so do 16-bit outputs: bf16 dropout at 4097 columns -11%, 255
-// columns -7%. Loads in pieces with realigned stores lost too (f32 dropout 4097 columns -13%).
+// partly several times), and so do 16-bit outputs of rows in every alignment: bf16 dropout at
+// 4097 columns -11%, 255 columns -7%. Loads in pieces with realigned stores lost too (f32 dropout
+// 4097 columns -13%). 16-bit dropout has a second form in pieces (the kernels' kPieces), which
+// the launcher takes where every row starts on a 4-byte boundary (forward_launch.cuh).
 template <Forward kOp, class Y>
 constexpr bool kRowsInPieces = kOp == Forward::Dropout && Elem<Y>::kBytes >= 4;
 
@@ -124,7 +126,8 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
 // with `sh` first. The pointers and flat0 point at column 0 of the thread's row (or of its split
 // tile); only columns below `limit` are written. With kStaged, y's chunks go to the row's place
 // in the warp's stage instead (warp_stage.cuh), which the kernel stores.
-template <class T, class Y, class A, Forward kOp, int K, int V, class Held, bool kStaged = false>
+template <class T, class Y, class A, Forward kOp, int K, int V, class Held, bool kStaged = false,
+          bool kPieces = kRowsInPieces<kOp, Y>>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
                                                LogShift<A> log, const uint32_t (&bits)[K],
@@ -191,8 +194,7 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
     if constexpr (kStaged) {
       if (live) leave_staged<K>(staged, p, c);
     } else {
-      store_packed<Y, K, V, kRowsInPieces<kOp, Y>>(static_cast<char*>(a.y) + int64_t(flat0) * Elem<Y>::kBytes, limit,
-                                                   live, p, c);
+      store_packed<Y, K, V, kPieces>(static_cast<char*>(a.y) + int64_t(flat0) * Elem<Y>::kBytes, limit, live, p, c);
     }
   }
 }
@@ -260,11 +262,11 @@ constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout &&
 // Whether a dropout kernel issues its row's loads before it takes the keep bits, and realigns the
 // loaded words after them, so that the Philox rounds run while the row is in flight: 16-bit rows
 // with 16-bit output, whose loaded words (16 registers at four chunks) fit beside the rounds
-// without spilling (ptxas; the segment kernel of four chunks spilled 12 bytes the other way). The
-// f32 layouts move their rows in pieces, and their wide kernels spilled this way.
-template <class T, class Y, Forward kOp>
-constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Elem<T>::kBytes == 2 &&
-                                  !kRowsInPieces<kOp, Y>;
+// without spilling (ptxas; the segment kernel of four chunks spilled 12 bytes the other way). Rows
+// moved in pieces (kPieces: the f32 layouts, whose wide kernels spilled this way, and 16-bit rows
+// on 4-byte boundaries) load after the bits.
+template <class T, Forward kOp, bool kPieces>
+constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Elem<T>::kBytes == 2 && !kPieces;
 
 // Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
 // whose output has the input's type. The launcher runs it for segments of one or two lanes whose
@@ -275,13 +277,14 @@ constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_s
 // kPrefetch: for blocks that fit at most two to an SM, on a grid that loops over the rows
 // (launch_register), whose memory traffic would otherwise stop while a block reduces and writes
 // a row. kStaged: a segment kernel whose warps move their rows through a shared-memory stage
-// (rows of whole 16-byte chunks, x and y on 16-byte boundaries).
+// (rows of whole 16-byte chunks, x and y on 16-byte boundaries). kPieces: each thread moves its
+// own chunks (kRowsInPieces).
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false,
-          bool kStaged = false>
+          bool kStaged = false, bool kPieces = kRowsInPieces<kOp, Y>>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, A, kBlock, K>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
-  using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kRowsInPieces<kOp, Y>, kBlock>;
+  using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kPieces, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
   const int64_t rows = shape.rows;
@@ -335,7 +338,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         // the registers with the row's values: the block kernels, capped at 64 registers, then
         // hold the row without spilling (fp64 rows, whose kernels spilled more that way, take
         // them on the way out).
-        if constexpr (kIssueBeforeBits<T, Y, kOp>) {
+        if constexpr (kIssueBeforeBits<T, kOp, kPieces>) {
           LoadedUnits<K> u;
           issue_row<T, K>(a.x, a.x_end, first, cols, live, walk.place, u);
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
@@ -427,7 +430,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         if constexpr (kOp == Forward::Dropout && kGeneric<T>) {
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
         }
-        finish_forward<T, Y, A, kOp, K, V, Held, kStaged>(
+        finish_forward<T, Y, A, kOp, K, V, Held, kStaged, kPieces>(
             a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]), f,
             LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r], staged_row(r));
       }

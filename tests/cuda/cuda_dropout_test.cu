@@ -86,10 +86,11 @@ void run_dropout_case(const DropoutCase& c) {
 
 TEST(CudaDropout, MaskMatchesCpuBitForBit) {
   REQUIRE_GPU();
-  const std::pair<size_t, size_t> shapes[] = {{1, 1},     {3, 5},       {7, 3},     {33, 31},   {65, 32},
-                                              {17, 33},   {9, 127},     {31, 1000}, {5, 1023},  {11, 1025},
-                                              {3, 4097},  {13, 8200},   {2, 12345}, {67, 32768}, {3, 32769},
-                                              {2, 65537}, {1, 1 << 20}, {1, 300001}, {19, 400001}};
+  const std::pair<size_t, size_t> shapes[] = {{1, 1},     {3, 5},      {7, 3},       {33, 31},    {65, 32},
+                                              {17, 33},   {9, 127},    {21, 130},    {31, 1000},  {5, 1023},
+                                              {11, 1025}, {7, 2050},   {3, 4097},    {13, 8200},  {2, 12345},
+                                              {67, 32768}, {3, 32769}, {2, 65537},   {1, 1 << 20}, {1, 300001},
+                                              {19, 400001}};
   const uint64_t seeds[] = {0, 1, 0x123456789abcdefull, 0xffffffffffffffffull};
   const uint64_t offsets[] = {0, 1, 2, 3, 4, 7, 0x100000001ull, 0xfffffffffffffffdull};
   int i = 0;
@@ -100,10 +101,13 @@ TEST(CudaDropout, MaskMatchesCpuBitForBit) {
       run_dropout_case({t, rows, cols, p, seed, offset, 0});
       ++i;
     }
-    // One element off alignment: f32 rows read in 4-byte pieces, 16-bit rows realigned.
+    // One element off alignment: f32 rows read in 4-byte pieces, 16-bit rows realigned. Two
+    // elements off: 16-bit rows of even length in 4-byte pieces.
     run_dropout_case({SOFTMAX_DTYPE_F32, rows, cols, 0.3f, seeds[i % 4], offsets[i % 8], 1});
     run_dropout_case({i % 2 ? SOFTMAX_DTYPE_BF16 : SOFTMAX_DTYPE_F16, rows, cols, 0.3f, seeds[i % 4],
                       offsets[(i + 5) % 8], 1});
+    run_dropout_case({i % 2 ? SOFTMAX_DTYPE_F16 : SOFTMAX_DTYPE_BF16, rows, cols, 0.3f, seeds[(i + 1) % 4],
+                      offsets[(i + 2) % 8], 2});
     ++i;
   }
 }

@@ -223,11 +223,28 @@ void run_dropout_backward(softmax_dtype xt, softmax_dtype yt, size_t rows, size_
 TEST(CudaDropoutBackward, MatchesTheForwardsMask) {
   REQUIRE_GPU();
   const uint64_t offsets[] = {0, 1, 2, 3, 4, 7};
+  // Pointers off alignment by one element, and by two (16-bit rows of even length in pieces).
+  const size_t misalign[] = {0, 0, 1, 0, 2, 1, 0};
   int i = 0;
   for (softmax_dtype t : kAllDtypes) {
     for (size_t cols : kCols) {
-      run_dropout_backward(t, t, rows_for(cols) / 2 | 1, cols, 0.2f, offsets[i % 6], i % 3 == 2 ? 1 : 0);
+      run_dropout_backward(t, t, rows_for(cols) / 2 | 1, cols, 0.2f, offsets[i % 6], misalign[i % 7]);
       ++i;
+    }
+  }
+}
+
+// 16-bit rows that all start on 4-byte boundaries, not all on 16-byte ones, move in pieces:
+// even lengths that are not a multiple of 8, and pointers two elements off.
+TEST(CudaDropoutBackward, SixteenBitRowsOnFourByteBoundaries) {
+  REQUIRE_GPU();
+  int i = 0;
+  for (softmax_dtype t : {SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16}) {
+    for (size_t cols : {size_t{6}, size_t{130}, size_t{2050}, size_t{4100}, size_t{4096}}) {
+      for (size_t misalign : {size_t{0}, size_t{2}}) {
+        run_dropout_backward(t, t, rows_for(cols) / 2 | 1, cols, 0.2f, uint64_t(i % 5), misalign);
+        ++i;
+      }
     }
   }
 }
