@@ -16,7 +16,9 @@ struct Launches {
   static constexpr const char* kName = "softmax dropout backward kernel launch";
   // 16-bit rows move in pieces where every row of x, dy and dx starts on a 4-byte boundary and not
   // every one on a 16-byte boundary, as in the forward (forward_launch.cuh): on the H200 bf16 rows
-  // of 2050 columns +15%, 4096 columns two elements off +22%, segments of 250 columns +3%.
+  // of 1500, 2050, 4100 and 12500 columns +10-15%, 4096 columns two elements off +20%, segments
+  // of 250 columns +3%, 8196 columns unchanged (the block kernel held to the realigning one's
+  // registers: kDropoutBackwardMaxRegisters).
   static constexpr bool kPiecesForm = Elem<T>::kBytes == 2 && !kGeneric<T>;
   bool rows_in_pieces() const {
     const uintptr_t x = reinterpret_cast<uintptr_t>(a.x), dx = reinterpret_cast<uintptr_t>(a.dx),
@@ -34,31 +36,15 @@ struct Launches {
     }
     return launch_register(register_rows_dropout_backward<T, A, K, R, false>, a, a.rows, a.cols, plan, env, kName);
   }
-  // The block kernel in pieces takes 64 registers where the realigning one takes 56, and leaves
-  // fewer blocks resident at some sizes. It runs where it keeps at least four fifths of the
-  // realigning kernel's resident blocks (bf16 rows of 1500 and 2050 columns, 83-86%: +10-15%);
-  // with fewer it lost (4100 columns, 75%: -3%; 8196 columns, half: -29%).
   template <int K>
   Outcome block(const Plan& plan) const {
-    const auto realigned = register_rows_dropout_backward<T, A, K, 1, true>;
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
-        const auto pieces = register_rows_dropout_backward<T, A, K, 1, true, true>;
-        int with_pieces = 0, realigning = 0;
-        if (Outcome o = resident_blocks(reinterpret_cast<const void*>(pieces), env.device, plan.threads,
-                                        env.limits->sm_count, &with_pieces);
-            !o.good())
-          return o;
-        if (Outcome o = resident_blocks(reinterpret_cast<const void*>(realigned), env.device, plan.threads,
-                                        env.limits->sm_count, &realigning);
-            !o.good())
-          return o;
-        if (5 * with_pieces >= 4 * realigning) {
-          return launch_register(pieces, a, a.rows, a.cols, plan, env, kName);
-        }
+        return launch_register(register_rows_dropout_backward<T, A, K, 1, true, true>, a, a.rows, a.cols, plan, env,
+                               kName);
       }
     }
-    return launch_register(realigned, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_dropout_backward<T, A, K, 1, true>, a, a.rows, a.cols, plan, env, kName);
   }
   Outcome split() const {
     const int64_t bytes_per_col = dtype_bytes(a.x_dtype) + dtype_bytes(a.dy_dtype);
