@@ -279,18 +279,9 @@ constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_s
 // a row. kStaged: a segment kernel whose warps move their rows through a shared-memory stage
 // (rows of whole 16-byte chunks, x and y on 16-byte boundaries). kPieces: each thread moves its
 // own chunks (kRowsInPieces).
-// Registers a thread of a forward register kernel may take beyond its launch bounds (255: no
-// limit of its own). The block kernel of 16-bit x with f32 y (Narrow, four chunks a thread), bound
-// by memory latency (Nsight Compute at 4K columns: 50% occupancy, a third of the stall samples on
-// the loads), is held to 48 registers, where it took 56 (ptxas: no spill): 256-thread blocks fit
-// five to an SM instead of four. On the H200 bf16 x -> f32 y rows of 4K columns +10% (90% -> 95-96%
-// of a same-size copy), 1K and 3K +4.5%; at 40 registers (six blocks) it ran slower than at 48.
-template <class T, Forward kOp, int K, bool kBlock, bool kPrefetch>
-constexpr int kForwardMaxRegisters = kNarrow<T> && kOp == Forward::Softmax && kBlock && !kPrefetch && K == 4 ? 48 : 255;
-
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false,
           bool kStaged = false, bool kPieces = kRowsInPieces<kOp, Y>>
-__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, A, kBlock, K>>(K * R))) __maxnreg__((kForwardMaxRegisters<T, kOp, K, kBlock, kPrefetch>)) register_rows_forward(ForwardArgs a, RowShape shape) {
+__global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, A, kBlock, K>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
   using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kPieces, kBlock>;
