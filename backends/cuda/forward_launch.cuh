@@ -107,10 +107,20 @@ template <class T, Forward kOp>
 constexpr int kForwardSegmentChunks =
     kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : max_chunks(kChunkElems<T>, 1);
 
+// Which forward rows run as clusters of small blocks (SmallBlockClusters): softmax_dropout's f32
+// layouts where their one block fits at most two to an SM, 16-bit softmax rows past one block.
+template <class T, Forward kOp>
+constexpr SmallBlockClusters kForwardSmallBlocks =
+    kOp == Forward::Dropout && kChunkElems<T> == 4   ? SmallBlockClusters::PairedBlocks
+    : kOp == Forward::Softmax && kChunkElems<T> == 8 ? SmallBlockClusters::LoneBlocks
+                                                     : SmallBlockClusters::None;
+
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
+  // 16-bit x with f32 y (Narrow) prefers the wide block at equal residency (KernelFamily::wide_on_tie).
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
-                        kForwardSegmentChunks<T, kOp>, 8>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+                        kForwardSegmentChunks<T, kOp>, 8, kForwardSmallBlocks<T, kOp>,
+                        kOp == Forward::Softmax && kNarrow<T>>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

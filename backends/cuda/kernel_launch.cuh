@@ -358,17 +358,18 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
 
 // Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
 // and cluster plans, K = max_chunks, wide_chunks or warp_chunks; wide_chunks only with
-// kWideFirst) and split(). kWideFirst, kSegmentChunks and kMaxCluster: see kernel_family;
-// kPacked16: wide_chunks and warp_chunks.
+// kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and kWideOnTie: see
+// kernel_family; kPacked16: wide_chunks and warp_chunks.
 template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, bool kPacked16, int kSegmentChunks,
-          int kMaxCluster, class L>
+          int kMaxCluster, SmallBlockClusters kSmall, bool kWideOnTie, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
   constexpr int KWIDE = wide_chunks(kChunkElems, kArrays, kPacked16);
   constexpr int KWARP = warp_chunks(kChunkElems, kArrays, kPacked16);
   Plan plan;
   if (Outcome o = make_plan(cols, kChunkElems,
-                            kernel_family(kChunkElems, kArrays, kFull, kWideFirst, KWIDE, kSegmentChunks, kMaxCluster),
+                            kernel_family(kChunkElems, kArrays, kFull, kWideFirst, KWIDE, kSegmentChunks, kMaxCluster,
+                                          kSmall, kWideOnTie),
                             *env.limits, &plan);
       !o.good())
     return o;

@@ -85,9 +85,11 @@ bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p)
   for (int k : {f.block_k, f.wide_k}) {
     const int64_t threads = round_up32(ceil_div(chunks, k));
     if (threads > max_threads) continue;
-    if (found && (resident_warps(int(threads)) <= resident_warps(p->threads) ||
-                  (f.wide_packed && resident_blocks(p->threads) > 2)))
-      continue;
+    if (found) {  // the wide kernel against the narrow one
+      const int wide = resident_warps(int(threads)), narrow = resident_warps(p->threads);
+      const bool more_warps = wide > narrow || (f.wide_on_tie && wide == narrow && threads >= 128);
+      if (!more_warps || (f.wide_packed && resident_blocks(p->threads) > 2)) continue;
+    }
     *p = Plan{Strategy::Block, k, 1, 32, int(threads), 1};
     found = true;
   }
@@ -108,19 +110,21 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
   return false;
 }
 
-// The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose one
-// block would leave room for at most two blocks per SM, when such small blocks of 1024 threads in
-// all hold it.
-bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int max_cluster, Plan* p) {
+// The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose
+// block (`block`, 0 where no one block holds the row) would share its SM with at most
+// cluster_block_residency blocks, when such small blocks of cluster_block_total threads in all
+// hold it.
+bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, int max_threads, int max_cluster,
+                              Plan* p) {
   const int t = std::min(f.cluster_block_threads, max_threads);
-  if (t == 0 || max_cluster < 2 || resident_blocks(round_up32(ceil_div(chunks, f.block_k))) > 2) return false;
-  return cluster_plan(chunks, f, t, std::min(max_cluster, 1024 / t), 2, p);
+  if (t == 0 || max_cluster < 2 || (block > 0 && resident_blocks(block) > f.cluster_block_residency)) return false;
+  return cluster_plan(chunks, f, t, std::min(max_cluster, f.cluster_block_total / t), 2, p);
 }
 
 }  // namespace
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster) {
+                           int max_cluster, SmallBlockClusters small, bool wide_on_tie) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
@@ -132,10 +136,13 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.wide_k = wide_k;
   f.block_k = wide_first ? f.wide_k : kmax;
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
-  f.cluster_block_threads = wide_first && arrays == 1 && chunk_elems == 4 ? 256 : 0;
+  f.cluster_block_threads = small == SmallBlockClusters::None ? 0 : 256;
+  f.cluster_block_residency = small == SmallBlockClusters::PairedBlocks ? 2 : 1;
+  f.cluster_block_total = small == SmallBlockClusters::PairedBlocks ? 1024 : 2048;
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;
+  f.wide_on_tie = wide_on_tie;
   f.warp_k = warp_chunks(chunk_elems, arrays, f.wide_packed);
   return f;
 }
@@ -168,10 +175,13 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
     case Forced::None: {
       const int threads = std::min(max_threads, family.block_threads);
       const int cluster = std::min(max_cluster, family.max_cluster);
-      if (!segment_plan(chunks, family, family.segment_width, &p) &&
-          !small_block_cluster_plan(chunks, family, threads, cluster, &p) &&
-          !block_plan(chunks, family, threads, &p) &&
-          !(cluster >= 2 && cluster_plan(chunks, family, threads, cluster, 2, &p))) {
+      if (segment_plan(chunks, family, family.segment_width, &p)) break;
+      Plan block;
+      const bool one_block = block_plan(chunks, family, threads, &block);
+      if (small_block_cluster_plan(chunks, family, one_block ? block.threads : 0, threads, cluster, &p)) break;
+      if (one_block) {
+        p = block;
+      } else if (!(cluster >= 2 && cluster_plan(chunks, family, threads, cluster, 2, &p))) {
         p = Plan{};
       }
       break;

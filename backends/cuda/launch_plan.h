@@ -90,13 +90,14 @@ struct KernelFamily {
   // exps, than as a segment, which holds the row packed and takes the exps again on the way out
   // (H200, 640-1024 columns: softmax +3-22%, dropout +5-14%).
   int segment_width;
-  // Rows whose one block would fit at most two to an SM (over 341 threads) run as a cluster of
-  // blocks of at most this many threads (0: never), when such blocks of 1024 threads in all hold
-  // the row. softmax_dropout's f32 layouts (16-bit x with f32 y too) do not loop over rows, and
-  // their wide block kernel spills at 1024 threads: rows of 12K-32K columns ran 1.5-56% faster
-  // so on the H200 (+82% one element off alignment), rows of 8196 columns (288-thread blocks,
-  // three to an SM) 8% slower (backends/cuda/TUNING.md).
+  // Rows whose block would share its SM with at most cluster_block_residency others (or that no
+  // one block holds) run as a cluster of blocks of at most cluster_block_threads threads (0:
+  // never), when such blocks of cluster_block_total threads in all hold the row, so that several
+  // blocks share each SM and one block's reduction and stores overlap another's loads (see
+  // SmallBlockClusters for the families and what the H200 measured).
   int cluster_block_threads;
+  int cluster_block_residency;
+  int cluster_block_total;
   // The most threads the default plan gives a block (forced strategies take up to 1024). Forward
   // families with f32 chunks (f32 rows, 16-bit x with f32 y) and dropout take at most 512: two
   // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
@@ -119,10 +120,30 @@ struct KernelFamily {
   // The wide kernel holds 16-bit rows packed and takes their exps twice (16-bit softmax rows):
   // block_plan takes it for residency only where the narrow blocks fit at most two to an SM.
   bool wide_packed;
+  // block_plan takes the wide kernel where it keeps as many warps resident as the narrow one and
+  // its blocks have at least 128 threads (16-bit x with f32 y, whose chunks load 8 bytes of x: a
+  // wide thread keeps 64 bytes of loads in flight, as an f32 thread of the narrow kernel does).
+  // On the H200 bf16 x -> f32 y 4K columns 90% -> 95-97% of copy, 8K 88% -> 95%, one element off
+  // +17-19%; at 2K (64-thread wide blocks) within 1% (bench/RESULTS.md).
+  bool wide_on_tie;
   // warp_chunks of the family: rows of (32 * block_k, 32 * warp_k] chunks run one 32-thread block
   // of warp_k chunks per thread (0: none).
   int warp_k;
 };
+
+// Which rows of a family run as clusters of small blocks (KernelFamily::cluster_block_threads).
+// On the H200, against one block or a cluster of larger ones (bench/RESULTS.md):
+//   PairedBlocks  rows whose one block fits at most two to an SM, in up to four 256-thread blocks:
+//                 softmax_dropout's f32 layouts (16-bit x with f32 y too), which do not loop over
+//                 rows and whose wide block kernel spills at 1024 threads; 12K-32K columns
+//                 1.5-56% faster (+82% one element off alignment), 8196 columns (288-thread
+//                 blocks, three to an SM) 8% slower.
+//   LoneBlocks    rows whose block would be alone on its SM or that no one block holds, in up to
+//                 eight 256-thread blocks: the dropout backward (f32 10K-32K columns +5-30%,
+//                 one element off +20-61%; 16K -2%, 8K with two blocks to an SM -4%; bf16
+//                 20K-24K +18-33%) and 16-bit softmax rows past one block (48K +5-14%, 64K
+//                 +5%, 128K +14%; 40K, at the same warps per SM, -3%).
+enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).
 // Families whose threads pay a cost per row beyond the loads (dropout's Philox key schedule and
@@ -132,9 +153,10 @@ struct KernelFamily {
 // (+26% one element off alignment), dropout backward +12-37% (backends/cuda/TUNING.md). Plain
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
-// dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster.
+// dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster. small: which rows run as
+// clusters of small blocks; wide_on_tie: KernelFamily::wide_on_tie.
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster);
+                           int max_cluster, SmallBlockClusters small, bool wide_on_tie);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know

@@ -432,8 +432,9 @@ TEST(CudaTypes, EveryPairOfStorageTypes) {
 
 // 16-bit x with f32 y (and the reverse) on rows long enough for the looping grid of
 // launch_register, with more rows than the device holds of those blocks or clusters at once:
-// 8191 columns take 512-thread blocks, two to an SM, and 16384 a block alone on its SM (both
-// the kernel that prefetches the next row for 16-bit x), 32769 the eight-chunk kernel.
+// 8191 columns take the eight-chunk kernel in 256-thread blocks, four to an SM, 16384 in
+// 512-thread blocks, two to an SM (the kernel that prefetches the next row for 16-bit x), 32769
+// in clusters.
 TEST(CudaTypes, MixedTypesOnTheLoopingGrid) {
   REQUIRE_GPU();
   const size_t rows = rows_past_resident_blocks();

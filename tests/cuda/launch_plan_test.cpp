@@ -26,6 +26,8 @@ struct FamilyCase {
   bool packed16;  // 16-bit softmax rows: a wide block kernel that holds them packed
   int segment_chunks;
   int max_cluster;
+  SmallBlockClusters small;
+  bool wide_on_tie;  // 16-bit x with f32 y
 };
 
 void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
@@ -33,23 +35,26 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, true, 4, 8},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 8},
-      {"16-bit statistics", 8, 1, false, false, false, 4, 8},
-      {"f64 softmax", 2, 1, false, false, true, 4, 8},
-      {"f32 dropout", 4, 1, true, true, false, 4, 8},
-      {"16-bit dropout", 8, 1, true, true, false, 2, 8},
-      {"f32 backward", 4, 2, true, true, false, 2, 4},
-      {"16-bit backward", 8, 2, true, true, false, 2, 1},
-      {"mixed backward", 4, 2, false, true, false, 2, 4},
-      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8},
+      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, false},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, false},
+      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, true},
+      {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, false},
+      {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, false},
+      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, false},
+      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, false},
+      {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, false},
+      {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, false},
+      {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, false},
+      {"f32 dropout backward", 4, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, false},
+      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, false},
   };
   return f;
 }
 
 KernelFamily family_of(const FamilyCase& fc) {
   return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
-                       wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster);
+                       wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster, fc.small,
+                       fc.wide_on_tie);
 }
 
 DeviceLimits hopper() {
@@ -135,10 +140,10 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
 int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
 
 // Where both block kernels hold a row, the plan takes the one that keeps more warps resident
-// (the narrow one on a tie): rows just past a multiple of a warp's chunks (4097 f32 columns:
-// 1025 chunks) would otherwise run a nearly empty last warp in fewer blocks per SM. A packed
-// wide kernel (16-bit softmax rows) is taken so only where the narrow blocks fit at most two to
-// an SM.
+// (on a tie the narrow one, but for 16-bit x with f32 y the wide one of 128 threads or more):
+// rows just past a multiple of a warp's chunks (4097 f32 columns: 1025 chunks) would otherwise
+// run a nearly empty last warp in fewer blocks per SM. A packed wide kernel (16-bit softmax rows)
+// is taken so only where the narrow blocks fit at most two to an SM.
 TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
@@ -155,9 +160,11 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     const bool packed_wide = fc.packed16 && fc.chunk_elems == 8 && f.wide_k != f.block_k;
     EXPECT_EQ(f.wide_packed, packed_wide) << fc.name;
     int want = f.block_k;
-    if (narrow_threads > f.block_threads ||
-        (warps_per_sm(int(wide_threads)) > warps_per_sm(int(narrow_threads)) &&
-         (!packed_wide || 1024 / narrow_threads <= 2)))
+    const int wide_warps = warps_per_sm(int(wide_threads)), narrow_warps = warps_per_sm(int(narrow_threads));
+    const bool more_warps =
+        wide_warps > narrow_warps || (fc.wide_on_tie && wide_warps == narrow_warps && wide_threads >= 128);
+    EXPECT_EQ(f.wide_on_tie, fc.wide_on_tie) << fc.name;
+    if (narrow_threads > f.block_threads || (more_warps && (!packed_wide || 1024 / narrow_threads <= 2)))
       want = f.wide_k;
     wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
     if (p.k != want && ++failures <= 10) {
@@ -185,40 +192,63 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   }
 }
 
-// f32 softmax_dropout rows whose one block would fit at most two to an SM (11K-32K columns) run
-// as clusters of up to four 256-thread blocks; shorter rows and every other family keep one
-// block wherever one of the family's blocks holds the row.
-TEST_P(DefaultPlan, DropoutRowsOfLargeBlocksRunAsClustersOfSmallOnes) {
+// Rows whose block would share its SM with at most one other (f32 softmax_dropout) or with none
+// (the dropout backward, 16-bit softmax rows), or that no one block of the family holds, run as
+// clusters of blocks of up to 256 threads where up to four (f32 softmax_dropout) or eight such
+// blocks hold them; every other family keeps its blocks.
+TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
-  const bool small_blocks = std::string(fc.name) == "f32 dropout";
-  EXPECT_EQ(f.cluster_block_threads, small_blocks ? 256 : 0) << fc.name;
+  const bool small = fc.small != SmallBlockClusters::None;
+  EXPECT_EQ(f.cluster_block_threads, small ? 256 : 0) << fc.name;
+  const int most = fc.small == SmallBlockClusters::PairedBlocks ? 4 : 8;
+  const int residency = fc.small == SmallBlockClusters::PairedBlocks ? 2 : 1;
   int64_t clusters = 0;
-  for (int64_t cols = 4096; cols <= 32768; ++cols) {
+  for (int64_t cols : lengths()) {
     Plan p;
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
-    if (chunks > int64_t{1024} * f.block_k) continue;
-    const int64_t block_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
-    const bool want_cluster = small_blocks && 1024 / block_threads <= 2;
-    const bool small_cluster = p.strategy == Strategy::Cluster && p.threads <= 256;
-    clusters += small_cluster;
-    if (want_cluster) {
-      ASSERT_TRUE(small_cluster) << cols << " columns";
-      ASSERT_LE(p.cluster, 4) << cols << " columns";
-    } else if (p.strategy != Strategy::Segment) {
-      // One block where one of the family's blocks holds the row (with either kernel), else a
-      // cluster of them.
-      const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
-      const bool one_block = std::min(block_threads, wide_threads) <= f.block_threads;
-      ASSERT_EQ(p.strategy, one_block ? Strategy::Block : Strategy::Cluster) << fc.name << ", " << cols << " columns";
-      if (!one_block) ASSERT_LE(p.threads, f.block_threads) << fc.name << ", " << cols << " columns";
+    const bool small_ones_hold = small && chunks <= int64_t{most} * 256 * f.wide_k;
+    if (p.strategy == Strategy::Block) {
+      if (small_ones_hold) ASSERT_GT(1024 / p.threads, residency) << fc.name << ", " << cols << " columns";
+    } else if (p.strategy == Strategy::Cluster && p.threads <= 256 && small) {
+      ++clusters;
+      ASSERT_LE(p.cluster, most) << fc.name << ", " << cols << " columns";
+      ASSERT_EQ(p.k, f.wide_k) << fc.name << ", " << cols << " columns";
+    } else if (p.strategy == Strategy::Cluster) {
+      ASSERT_FALSE(small_ones_hold) << fc.name << ", " << cols << " columns: a cluster of " << p.threads
+                                    << "-thread blocks";
     }
   }
-  EXPECT_EQ(clusters > 0, small_blocks) << fc.name;
-  Plan p;
-  ASSERT_TRUE(make_plan(8196, fc.chunk_elems, f, hopper(), &p).good());
-  if (small_blocks) EXPECT_EQ(p.strategy, Strategy::Block) << "288-thread blocks fit three to an SM";
+  EXPECT_EQ(clusters > 0, small) << fc.name;
+}
+
+// Examples of the rule above: f32 dropout rows of 8196 columns keep 288-thread blocks (three to
+// an SM) and 12000 take two of 192 threads (one block would be 384); f32 dropout backward rows of
+// 8192 columns keep 512-thread blocks (two to an SM) and 10240 take four of 160 threads; 16-bit
+// softmax rows of 32768 columns keep one 512-thread block and 49152 take four of 192 threads.
+TEST(DefaultPlanExamples, ClustersOfSmallBlocks) {
+  const struct {
+    const char* family;
+    int64_t cols;
+    Strategy strategy;
+    int threads, cluster;
+  } cases[] = {{"f32 dropout", 8196, Strategy::Block, 288, 1},
+               {"f32 dropout", 12000, Strategy::Cluster, 192, 2},
+               {"f32 dropout backward", 8192, Strategy::Block, 512, 1},
+               {"f32 dropout backward", 10240, Strategy::Cluster, 160, 4},
+               {"16-bit softmax", 32768, Strategy::Block, 512, 1},
+               {"16-bit softmax", 49152, Strategy::Cluster, 192, 4}};
+  for (const auto& c : cases) {
+    const auto fc = std::find_if(families().begin(), families().end(),
+                                 [&](const FamilyCase& f) { return std::string(f.name) == c.family; });
+    ASSERT_NE(fc, families().end()) << c.family;
+    Plan p;
+    ASSERT_TRUE(make_plan(c.cols, fc->chunk_elems, family_of(*fc), hopper(), &p).good());
+    EXPECT_EQ(p.strategy, c.strategy) << c.family << ", " << c.cols;
+    EXPECT_EQ(p.threads, c.threads) << c.family << ", " << c.cols;
+    EXPECT_EQ(p.cluster, c.cluster) << c.family << ", " << c.cols;
+  }
 }
 
 // Forward families of f32 chunks, the 16-bit softmax (whose wide kernel holds 32K columns in
@@ -228,7 +258,8 @@ TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   const std::string n = fc.name;
-  const bool capped = n == "f32 softmax" || n == "16-bit softmax" || n == "f32 dropout" || n == "16-bit dropout";
+  const bool capped = n == "f32 softmax" || n == "16-bit softmax" || n == "16-bit x f32 y softmax" ||
+                      n == "f32 dropout" || n == "16-bit dropout";
   EXPECT_EQ(f.block_threads, capped ? 512 : 1024) << n;
   int64_t widest = 0;
   for (int64_t cols : lengths()) {
@@ -286,14 +317,17 @@ TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
 // 16-bit rows of 1100 or 1536 columns one warp of six chunks, of 1537 two warps of four, of 2050
 // or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000 the packed wide one
 // (five blocks of 192 threads against two of 384), of 16392 the wide one because the narrow
-// blocks cannot hold it.
+// blocks cannot hold it. bf16 x with f32 y takes the wide kernel at 4096 and 8192 columns (as many
+// warps per SM, blocks of 128 and 256 threads) and the narrow one at 2048 (wide blocks of 64
+// threads) and 3072 (192 threads, five blocks to an SM, against 96).
 TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   const struct {
     int family;  // index in families()
     int64_t cols;
     int k, threads;
   } cases[] = {{0, 4097, 8, 160}, {1, 1100, 6, 32}, {1, 1536, 6, 32}, {1, 1537, 4, 64},
-               {1, 2050, 4, 96},  {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288}};
+               {1, 2050, 4, 96},  {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288},
+               {2, 2048, 4, 128}, {2, 3072, 4, 192}, {2, 4096, 8, 128}, {2, 8192, 8, 256}};
   for (const auto& c : cases) {
     const FamilyCase& fc = families()[size_t(c.family)];
     Plan p;
