@@ -112,13 +112,12 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
 
 // The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose
 // block (`block`, 0 where no one block holds the row) would share its SM with at most
-// cluster_block_residency blocks, when such small blocks of cluster_block_total threads in all
-// hold it.
+// cluster_block_residency blocks, when a cluster of such small blocks holds it.
 bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, int max_threads, int max_cluster,
                               Plan* p) {
   const int t = std::min(f.cluster_block_threads, max_threads);
   if (t == 0 || max_cluster < 2 || (block > 0 && resident_blocks(block) > f.cluster_block_residency)) return false;
-  return cluster_plan(chunks, f, t, std::min(max_cluster, f.cluster_block_total / t), 2, p);
+  return cluster_plan(chunks, f, t, max_cluster, 2, p);
 }
 
 }  // namespace
@@ -138,7 +137,6 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = small == SmallBlockClusters::None ? 0 : 256;
   f.cluster_block_residency = small == SmallBlockClusters::PairedBlocks ? 2 : 1;
-  f.cluster_block_total = small == SmallBlockClusters::PairedBlocks ? 1024 : 2048;
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;

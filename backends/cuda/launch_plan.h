@@ -92,12 +92,11 @@ struct KernelFamily {
   int segment_width;
   // Rows whose block would share its SM with at most cluster_block_residency others (or that no
   // one block holds) run as a cluster of blocks of at most cluster_block_threads threads (0:
-  // never), when such blocks of cluster_block_total threads in all hold the row, so that several
-  // blocks share each SM and one block's reduction and stores overlap another's loads (see
-  // SmallBlockClusters for the families and what the H200 measured).
+  // never), where a cluster of such blocks holds the row, so that several blocks share each SM
+  // and one block's reduction and stores overlap another's loads (see SmallBlockClusters for the
+  // families and what the H200 measured).
   int cluster_block_threads;
   int cluster_block_residency;
-  int cluster_block_total;
   // The most threads the default plan gives a block (forced strategies take up to 1024). Forward
   // families with f32 chunks (f32 rows, 16-bit x with f32 y) and dropout take at most 512: two
   // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
@@ -131,18 +130,20 @@ struct KernelFamily {
   int warp_k;
 };
 
-// Which rows of a family run as clusters of small blocks (KernelFamily::cluster_block_threads).
-// On the H200, against one block or a cluster of larger ones (bench/RESULTS.md):
-//   PairedBlocks  rows whose one block fits at most two to an SM, in up to four 256-thread blocks:
-//                 softmax_dropout's f32 layouts (16-bit x with f32 y too), which do not loop over
-//                 rows and whose wide block kernel spills at 1024 threads; 12K-32K columns
-//                 1.5-56% faster (+82% one element off alignment), 8196 columns (288-thread
-//                 blocks, three to an SM) 8% slower.
-//   LoneBlocks    rows whose block would be alone on its SM or that no one block holds, in up to
-//                 eight 256-thread blocks: the dropout backward (f32 10K-32K columns +5-30%,
-//                 one element off +20-61%; 16K -2%, 8K with two blocks to an SM -4%; bf16
-//                 20K-24K +18-33%) and 16-bit softmax rows past one block (48K +5-14%, 64K
-//                 +5%, 128K +14%; 40K, at the same warps per SM, -3%).
+// Which rows of a family run as clusters of small blocks (KernelFamily::cluster_block_threads),
+// in up to eight 256-thread blocks. On the H200, against one block or a cluster of larger ones
+// (bench/RESULTS.md):
+//   PairedBlocks  rows whose one block fits at most two to an SM: softmax_dropout's f32 layouts
+//                 (16-bit x with f32 y too), which do not loop over rows and whose wide block
+//                 kernel spills at 1024 threads; 12K-32K columns 1.5-56% faster (+82% one
+//                 element off alignment), 40K-64K +6-22% in clusters of eight (one element off
+//                 +32%, offset 3 +17%, bf16 x +13-22%), 8196 columns (288-thread blocks, three
+//                 to an SM) 8% slower.
+//   LoneBlocks    rows whose block would be alone on its SM or that no one block holds: the
+//                 dropout backward (f32 10K-32K columns +5-26%, one element off +21-50%; 16K
+//                 -0.5%, 8K with two blocks to an SM -4%; bf16 20K-24K +20-31%, 16K -7%) and
+//                 16-bit softmax rows past one block (48K +13%, 64K +6%, 128K +11%; 40K, at the
+//                 same warps per SM, -3%).
 enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).

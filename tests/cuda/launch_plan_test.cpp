@@ -194,14 +194,14 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
 
 // Rows whose block would share its SM with at most one other (f32 softmax_dropout) or with none
 // (the dropout backward, 16-bit softmax rows), or that no one block of the family holds, run as
-// clusters of blocks of up to 256 threads where up to four (f32 softmax_dropout) or eight such
-// blocks hold them; every other family keeps its blocks.
+// clusters of blocks of up to 256 threads where up to eight such blocks hold them; every other
+// family keeps its blocks.
 TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   const bool small = fc.small != SmallBlockClusters::None;
   EXPECT_EQ(f.cluster_block_threads, small ? 256 : 0) << fc.name;
-  const int most = fc.small == SmallBlockClusters::PairedBlocks ? 4 : 8;
+  const int most = 8;
   const int residency = fc.small == SmallBlockClusters::PairedBlocks ? 2 : 1;
   int64_t clusters = 0;
   for (int64_t cols : lengths()) {
@@ -224,9 +224,10 @@ TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
 }
 
 // Examples of the rule above: f32 dropout rows of 8196 columns keep 288-thread blocks (three to
-// an SM) and 12000 take two of 192 threads (one block would be 384); f32 dropout backward rows of
-// 8192 columns keep 512-thread blocks (two to an SM) and 10240 take four of 160 threads; 16-bit
-// softmax rows of 32768 columns keep one 512-thread block and 49152 take four of 192 threads.
+// an SM), 12000 take two of 192 threads (one block would be 384) and 49152 eight of 192; f32
+// dropout backward rows of 8192 columns keep 512-thread blocks (two to an SM) and 10240 take four
+// of 160 threads; 16-bit softmax rows of 32768 columns keep one 512-thread block and 49152 take
+// four of 192 threads.
 TEST(DefaultPlanExamples, ClustersOfSmallBlocks) {
   const struct {
     const char* family;
@@ -235,6 +236,7 @@ TEST(DefaultPlanExamples, ClustersOfSmallBlocks) {
     int threads, cluster;
   } cases[] = {{"f32 dropout", 8196, Strategy::Block, 288, 1},
                {"f32 dropout", 12000, Strategy::Cluster, 192, 2},
+               {"f32 dropout", 49152, Strategy::Cluster, 192, 8},
                {"f32 dropout backward", 8192, Strategy::Block, 512, 1},
                {"f32 dropout backward", 10240, Strategy::Cluster, 160, 4},
                {"16-bit softmax", 32768, Strategy::Block, 512, 1},
