@@ -111,8 +111,8 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
 }
 
 // The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose
-// block (`block`, 0 where no one block holds the row) would share its SM with at most
-// cluster_block_residency blocks, when a cluster of such small blocks holds it.
+// block (`block` threads, 0 where no one block holds the row) would fit at most
+// cluster_block_residency to an SM, when a cluster of such small blocks holds it.
 bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, int max_threads, int max_cluster,
                               Plan* p) {
   const int t = std::min(f.cluster_block_threads, max_threads);

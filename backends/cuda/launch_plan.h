@@ -90,11 +90,11 @@ struct KernelFamily {
   // exps, than as a segment, which holds the row packed and takes the exps again on the way out
   // (H200, 640-1024 columns: softmax +3-22%, dropout +5-14%).
   int segment_width;
-  // Rows whose block would share its SM with at most cluster_block_residency others (or that no
-  // one block holds) run as a cluster of blocks of at most cluster_block_threads threads (0:
-  // never), where a cluster of such blocks holds the row, so that several blocks share each SM
-  // and one block's reduction and stores overlap another's loads (see SmallBlockClusters for the
-  // families and what the H200 measured).
+  // Rows whose block would fit at most cluster_block_residency to an SM (or that no one block
+  // holds) run as a cluster of blocks of at most cluster_block_threads threads (0: never), where a
+  // cluster of such blocks holds the row, so that several blocks share each SM and one block's
+  // reduction and stores overlap another's loads (see SmallBlockClusters for the families and
+  // what the H200 measured).
   int cluster_block_threads;
   int cluster_block_residency;
   // The most threads the default plan gives a block (forced strategies take up to 1024). Forward
