@@ -75,10 +75,11 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   using Part = Sums<A, 1>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
+  if constexpr (kBlock && kOp != Backward::FromStats) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;
-  int gen = 0;
-  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+  int round = 0;  // cluster_reduce's rounds
+  for (; walk.base < rows; walk.base += walk.stride, ++round) {
     HeldRow<T, A, K, V> y[R], dy[R];
     Part part[R];
 #pragma unroll
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
     }
     if constexpr (kOp != Backward::FromStats) {
       if constexpr (kBlock) {
-        block_reduce(part, scratch, gen, shape.cluster);
+        cluster_reduce(part, scratch, round, shape.cluster);
       } else {
         lane_reduce(part, shape.width);
       }
@@ -112,9 +113,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       }
     }
   }
-  if constexpr (kBlock) {
-    if (shape.cluster > 1) cluster_barrier();
-  }
+  if constexpr (kBlock && kOp == Backward::FromStats) cluster_barrier_at_exit(shape.cluster);
 }
 
 // Split rows: the stats role writes each part's share of D, the finish role sums its row's
@@ -153,7 +152,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
       d += backward_dot<A, K, V>(y, dy, a.log_softmax);
     }
     Part red[1] = {Part{{d}}};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
     return;
   }
@@ -166,7 +165,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     D = red[0].s[0];
   }
   if constexpr (kOp == Backward::Stats) {
@@ -243,11 +242,11 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
       stash_held<kSplitThreads>(tile_stash + kArrayWords, dy);
     }
     Part red[1] = {Part{{d}}};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     if (threadIdx.x == 0) ex.publish_and_wait(at.group, at.part, round, red[0]);
     __syncthreads();
     red[0] = ex.template merged<kSplitThreads>(at.group, round);
-    block_reduce(red, scratch, 1, 1);
+    block_reduce(red, scratch, 1);
     const A D = red[0].s[0];
     tile_stash = stash;
     for (int64_t t = at.begin; t < at.end; t += kTile, tile_stash += 2 * kArrayWords) {

@@ -127,10 +127,11 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   using Part = Weighted<A, 2>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
+  if constexpr (kBlock) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;
-  int gen = 0;
-  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+  int round = 0;  // cluster_reduce's rounds
+  for (; walk.base < rows; walk.base += walk.stride, ++round) {
     A v[R][K][V], g[R][K][V];
     Part part[R];
     OwnPartial<A, K, V> own[R];
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       own[r] = fold_exps_dot<A, K, V>(v[r], g[r], part[r]);
     }
     if constexpr (kBlock) {
-      block_reduce(part, scratch, gen, shape.cluster);
+      cluster_reduce(part, scratch, round, shape.cluster);
     } else {
       lane_reduce(part, shape.width);
     }
@@ -171,9 +172,6 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       store_row<T, T, A, K, V, kPieces>(a.dx, (live ? row : 0) * int64_t(cols), cols, live, a.x_dtype, walk.place,
                                      g[r]);
     }
-  }
-  if constexpr (kBlock) {
-    if (shape.cluster > 1) cluster_barrier();
   }
 }
 
@@ -219,7 +217,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
       acc = merge(acc, tile);
     }
     Part red[1] = {acc};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
     return;
   }
@@ -228,7 +226,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
   const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
   for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
   Part red[1] = {acc};
-  block_reduce(red, scratch, 0, 1);
+  block_reduce(red, scratch, 0);
   const A M = red[0].m, S = red[0].s[0], D = red[0].s[1] / S;
   const Shift<A> sh(M);
   const A factor = sh.to_m / S;

@@ -287,6 +287,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kPieces, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
   RowWalk<K, R, kBlock> walk(shape);
+  if constexpr (kBlock && kOp != Forward::FromStats) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;
   const bool keep_exps = kOp != Forward::Stats && !a.log_output<kOp>();
@@ -307,8 +308,8 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
     const bool live = walk.base < rows;
     issue_row<T, K>(a.x, a.x_end, (live ? walk.base : 0) * int64_t(cols), cols, live, walk.place, next);
   }
-  int gen = 0;
-  for (; walk.base < rows; walk.base += walk.stride, gen ^= 1) {
+  int round = 0;  // cluster_reduce's rounds
+  for (; walk.base < rows; walk.base += walk.stride, ++round) {
     Held h[R];
     uint32_t bits[R][K];  // dropout's keep bits
     int staged = 0;       // chunks of the warp's rows in its stage (kStaged)
@@ -402,7 +403,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       OwnPartial<A, K, V> own[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) own[r] = fold_exps<A, K, V>(h[r], keep_exps, part[r]);
-      block_reduce(part, scratch, gen, shape.cluster);
+      cluster_reduce(part, scratch, round, shape.cluster);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         M[r] = part[r].m;
@@ -437,9 +438,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
     }
     if constexpr (kStaged) stage_out<K * R>(a.y, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));
   }
-  if constexpr (kBlock) {
-    if (shape.cluster > 1) cluster_barrier();  // no block leaves while a peer may read its scratch
-  }
+  if constexpr (kBlock && kOp == Forward::FromStats) cluster_barrier_at_exit(shape.cluster);
 }
 
 // ---- split rows ---------------------------------------------------------------------------------
@@ -523,7 +522,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
       acc = merge(acc, tile);
     }
     Part red[1] = {acc};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
     return;
   }
@@ -539,7 +538,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     M = red[0].m, S = red[0].s[0];
   }
   if constexpr (kOp == Forward::Stats) {
@@ -606,12 +605,12 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
       stash_held<kSplitThreads>(tile_stash, h);
     }
     Part red[1] = {acc};
-    block_reduce(red, scratch, 0, 1);
+    block_reduce(red, scratch, 0);
     if (threadIdx.x == 0) ex.publish_and_wait(at.group, at.part, round, red[0]);
     __syncthreads();
 
     red[0] = ex.template merged<kSplitThreads>(at.group, round);
-    block_reduce(red, scratch, 1, 1);
+    block_reduce(red, scratch, 1);
     const A M = red[0].m, S = red[0].s[0];
     const Shift<A> sh(M);
     A factor = sh.to_m / S;

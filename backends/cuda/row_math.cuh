@@ -24,7 +24,6 @@
 #include "backends/cuda/row_layout.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#include <cooperative_groups.h>
 #define SOFTMAX_CUDA_CLUSTERS 1
 #else
 #define SOFTMAX_CUDA_CLUSTERS 0
@@ -187,37 +186,101 @@ __device__ __forceinline__ void lane_reduce(P (&p)[R], int width) {
   for (int r = 0; r < R; ++r) lanes_merge(p[r], width);
 }
 
+// The most blocks a cluster has (16 with a non-portable launch).
+constexpr int kMaxClusterBlocks = 16;
+
 // Scratch for reductions across the warps of a block (and the blocks of a cluster): two
 // generations, so that one barrier per reduction suffices (a warp that races ahead to the next
 // reduction writes the other generation).
 template <class P, int R>
 struct BlockScratch {
   P warp[2][32][R];
-  P block[2][R];  // this block's result, read by the other blocks of its cluster
+  // block[g][i]: the result of the cluster's block i. Each block stores its result into every block
+  // of the cluster (st.async), and each store counts its bytes on the receiving block's
+  // arrived[g], so a block waits on its own shared memory for its peers' results: no barrier over
+  // the cluster per row, none at the end (a block leaves once it has what it waited for, and no
+  // peer reads its shared memory), and no fence (H200: backends/cuda/TUNING.md).
+  P block[2][kMaxClusterBlocks][R];
+  uint64_t arrived[2];
 };
 
-// A barrier over the blocks of a cluster. Every barrier.cluster instruction is executed by whole
-// warps (.aligned). With `publish`, warp 0 (which holds thread 0, the writer of the block's
-// shared-memory slot) fences with release semantics before its arrival so that the slot is
-// visible to the other blocks after the wait; no other warp pays for the fence, which waits for
-// the thread's outstanding memory operations. The arrival itself is the same instruction for
-// every warp: with two arrivals on the two sides of a branch, ptxas kept the dropout kernels'
-// Philox round keys out of the uniform registers (two extra moves per round).
-__device__ __forceinline__ void cluster_barrier(bool publish = false) {
 #if SOFTMAX_CUDA_CLUSTERS
-  if (publish && threadIdx.x < 32) asm volatile("fence.release.cluster;" ::: "memory");
+// The cluster exchange's instructions, as volatile asm: issued where they stand (as intrinsics, the
+// remote addresses were computed once per kernel and held in registers through the row: the
+// 16-bit dropout backward took 8 more registers, or spilled under its register cap).
+namespace cluster_ops {
+__device__ __forceinline__ uint32_t smem(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The address of shared-memory location `local` in block `to` of the cluster.
+__device__ __forceinline__ uint32_t in_block(uint32_t local, uint32_t to) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(to));
+  return r;
+}
+// Stores a word into a block of the cluster, counting its 4 bytes on that block's mbarrier.
+__device__ __forceinline__ void store_counted(uint32_t remote, uint32_t word, uint32_t remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote), "r"(word),
+               "r"(remote_bar)
+               : "memory");
+}
+__device__ __forceinline__ void expect_bytes(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wait_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait_%=;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+}  // namespace cluster_ops
+#endif
+
+// Sets up the cluster exchange (BlockScratch::arrived) at the start of a block kernel that calls
+// cluster_reduce; every thread of the block calls this. The cluster barrier's arrival here is
+// waited for in the first cluster_reduce, so that no store reaches an mbarrier before its block
+// has set it up, and the wait costs nothing by then. Both are issued whatever the cluster size (a
+// launch without clusters is a cluster of one block): as a branch on it at the kernel's start,
+// ptxas gave the 16-bit dropout backward 8 registers more, or spills under its register cap.
+template <class P, int R>
+__device__ __forceinline__ void cluster_exchange_setup(BlockScratch<P, R>& sm) {
+#if SOFTMAX_CUDA_CLUSTERS
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(cluster_ops::smem(&sm.arrived[0])) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(cluster_ops::smem(&sm.arrived[1])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #else
-  (void)publish;
+  (void)sm;
 #endif
 }
 
-// Merge over all threads of the block, then over the `cluster` blocks of the cluster; every
-// thread gets the same result. Each level is one lanes_merge: the warps' partials, then the
-// blocks', are taken up by the lanes of every warp (lane i the i-th), so no thread folds a list.
+// A barrier over the cluster at the end of the block kernels that take the row statistics as
+// given and so exchange nothing (FromStats): not needed for their results, but without it ptxas
+// (CUDA 13.0) gave them 8-16 registers more and spills of 8-40 bytes.
+__device__ __forceinline__ void cluster_barrier_at_exit(int cluster) {
+#if SOFTMAX_CUDA_CLUSTERS
+  if (cluster > 1) {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  }
+#else
+  (void)cluster;
+#endif
+}
+
+// Merge over all threads of the block; every thread gets the result. Each level is one
+// lanes_merge: the warps' partials are taken up by the lanes of every warp (lane i the i-th), so
+// no thread folds a list. `gen` (0 or 1) picks the scratch generation.
 template <class P, int R>
-__device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, int gen, int cluster) {
+__device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, int gen) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
   lane_reduce(p, 32);
   if (nwarps > 1) {  // a one-warp block (a row of a warp) has its result here already
@@ -230,22 +293,42 @@ __device__ __forceinline__ void block_reduce(P (&p)[R], BlockScratch<P, R>& sm, 
     for (int r = 0; r < R; ++r) p[r] = lane < nwarps ? sm.warp[gen][lane][r] : Identity<P>::value();
     lane_reduce(p, 32);
   }
+}
+
+// block_reduce, then the merge over the `cluster` blocks of the cluster (1: none), the same way.
+// For block kernels that called cluster_exchange_setup; `round` counts their reductions from 0
+// (its parity picks the scratch generation), and every block of a cluster makes the same rounds.
+template <class P, int R>
+__device__ __forceinline__ void cluster_reduce(P (&p)[R], BlockScratch<P, R>& sm, int round, int cluster) {
+  const int gen = round & 1;
+  block_reduce(p, sm, gen);
 #if SOFTMAX_CUDA_CLUSTERS
+  if (round == 0) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");  // every block set up
   if (cluster > 1) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cl = cg::this_cluster();
-    if (threadIdx.x == 0) {
+    static_assert(sizeof(P) % 4 == 0, "partials are stored as 32-bit words");
+    const int lane = threadIdx.x & 31;
+    const uint32_t bar = cluster_ops::smem(&sm.arrived[gen]);
+    if (threadIdx.x == 0) cluster_ops::expect_bytes(bar, uint32_t(cluster * R * sizeof(P)));
+    if (threadIdx.x < unsigned(cluster)) {  // lanes of warp 0, one block of the cluster each
+      const uint32_t to = threadIdx.x;
+      const uint32_t slot = cluster_ops::in_block(cluster_ops::smem(&sm.block[gen][cluster_ops::rank()][0]), to);
+      const uint32_t remote_bar = cluster_ops::in_block(bar, to);
 #pragma unroll
-      for (int r = 0; r < R; ++r) sm.block[gen][r] = p[r];
+      for (int r = 0; r < R; ++r) {
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(&p[r]);
+#pragma unroll
+        for (int w = 0; w < int(sizeof(P) / 4); ++w)
+          cluster_ops::store_counted(slot + uint32_t(r * sizeof(P) + 4 * w), src[w], remote_bar);
+      }
     }
-    cluster_barrier(true);
+    cluster_ops::wait_phase(bar, uint32_t(round >> 1) & 1u);
 #pragma unroll
-    for (int r = 0; r < R; ++r) p[r] = lane < cluster ? *cl.map_shared_rank(&sm.block[gen][r], lane) : Identity<P>::value();
+    for (int r = 0; r < R; ++r) p[r] = lane < cluster ? sm.block[gen][lane][r] : Identity<P>::value();
     lane_reduce(p, 32);
   }
 #else
+  (void)round;
   (void)cluster;
-  (void)warp;
 #endif
 }
 
