@@ -70,17 +70,24 @@ def buffers(n, dtype, offset, count):
     return [torch.empty(n + offset, dtype=dtype, device="cuda")[offset:] for _ in range(count)]
 
 
-def median_ms(fn, reps):
+# Calls per timed sample (--batch): 1 times each call alone after an idle GPU, the host's launch
+# inside the events; more time calls queued back to back, as softmax_bench does, the steady rate.
+BATCH = 1
+
+
+def median_ms(fn, reps, batch=None):
+    batch = BATCH if batch is None else batch
     for _ in range(3):
         fn()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(batch):
+            fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / batch)
     times.sort()
     return times[len(times) // 2]
 
@@ -241,7 +248,7 @@ def latency_us(lib, cols, reps=200):
                 lib.softmax_rows(x.data_ptr(), y.data_ptr(), 1, cols, 0, ctypes.byref(o))
     g.replay()
     torch.cuda.synchronize()
-    ms = median_ms(g.replay, 10)
+    ms = median_ms(g.replay, 10, batch=1)
     ref = torch.softmax(x.double(), -1)
     err = ((y.double() - ref).abs() / ref).max().item()
     return 1000 * ms / reps, err
@@ -252,11 +259,15 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cases", default="")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=1,
+                    help="calls per timed sample: 1 times single calls, more the back-to-back rate")
     ap.add_argument("--torch", action="store_true")
     ap.add_argument("--compile", action="store_true", help="also torch.compile'd torch (with --torch)")
     ap.add_argument("--latency", default="", help="comma-separated single-row lengths to time in a CUDA graph")
     ap.add_argument("--json")
     a = ap.parse_args()
+    global BATCH
+    BATCH = a.batch
     lib = load(a.lib)
     out = []
     for cols in [int(c) for c in a.latency.split(",") if c]:
