@@ -108,7 +108,8 @@ constexpr int kForwardSegmentChunks =
     kOp == Forward::Dropout && kChunkElems<T> == 8 ? 2 : max_chunks(kChunkElems<T>, 1);
 
 // Which forward rows run as clusters of small blocks (SmallBlockClusters): softmax_dropout's f32
-// layouts where their one block fits at most two to an SM, 16-bit softmax rows past one block.
+// layouts where their one block fits at most two to an SM, 16-bit softmax rows past one block,
+// 16-bit x with f32 y softmax rows past one block where the small blocks keep more warps.
 // 16-bit softmax_dropout rows, bound by their instructions more than by memory latency, keep
 // their blocks: past one block, as clusters of small ones, they ran 4-10% faster at 48K-64K
 // columns on the H200 but 3-6% slower at 20K-24K, offset 3 and one element off included.
@@ -116,6 +117,7 @@ template <class T, Forward kOp>
 constexpr SmallBlockClusters kForwardSmallBlocks =
     kOp == Forward::Dropout && kChunkElems<T> == 4   ? SmallBlockClusters::PairedBlocks
     : kOp == Forward::Softmax && kChunkElems<T> == 8 ? SmallBlockClusters::LoneBlocks
+    : kOp == Forward::Softmax && kNarrow<T>          ? SmallBlockClusters::MoreWarps
                                                      : SmallBlockClusters::None;
 
 template <class T, class Y, class A, Forward kOp, bool kFull>

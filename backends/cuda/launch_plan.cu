@@ -112,11 +112,23 @@ bool cluster_plan(int64_t chunks, const KernelFamily& f, int max_threads, int ma
 
 // The family's cluster of small blocks (KernelFamily::cluster_block_threads) for a row whose
 // block (`block` threads, 0 where no one block holds the row) would fit at most
-// cluster_block_residency to an SM, when a cluster of such small blocks holds it.
+// cluster_block_residency to an SM, when a cluster of such small blocks holds it; with
+// cluster_for_warps, for a row that no one block holds, when the small blocks keep more warps
+// resident than the cluster of blocks of up to `max_threads`.
 bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, int max_threads, int max_cluster,
                               Plan* p) {
   const int t = std::min(f.cluster_block_threads, max_threads);
-  if (t == 0 || max_cluster < 2 || (block > 0 && resident_blocks(block) > f.cluster_block_residency)) return false;
+  if (t == 0 || max_cluster < 2) return false;
+  if (f.cluster_for_warps) {
+    Plan small, large;
+    if (block > 0 || !cluster_plan(chunks, f, t, max_cluster, 2, &small)) return false;
+    if (cluster_plan(chunks, f, max_threads, max_cluster, 2, &large) &&
+        resident_warps(small.threads) <= resident_warps(large.threads))
+      return false;
+    *p = small;
+    return true;
+  }
+  if (block > 0 && resident_blocks(block) > f.cluster_block_residency) return false;
   return cluster_plan(chunks, f, t, max_cluster, 2, p);
 }
 
@@ -137,6 +149,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.segment_width = chunk_elems == 8 && arrays == 1 ? 16 : 32;
   f.cluster_block_threads = small == SmallBlockClusters::None ? 0 : 256;
   f.cluster_block_residency = small == SmallBlockClusters::PairedBlocks ? 2 : 1;
+  f.cluster_for_warps = small == SmallBlockClusters::MoreWarps;
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;

@@ -94,9 +94,11 @@ struct KernelFamily {
   // holds) run as a cluster of blocks of at most cluster_block_threads threads (0: never), where a
   // cluster of such blocks holds the row, so that several blocks share each SM and one block's
   // reduction and stores overlap another's loads (see SmallBlockClusters for the families and
-  // what the H200 measured).
+  // what the H200 measured). With cluster_for_warps, only rows that no one block holds, and only
+  // where the small blocks keep more warps resident per SM than the family's cluster.
   int cluster_block_threads;
   int cluster_block_residency;
+  bool cluster_for_warps;
   // The most threads the default plan gives a block (forced strategies take up to 1024). Forward
   // families with f32 chunks (f32 rows, 16-bit x with f32 y) and dropout take at most 512: two
   // blocks per SM at 64 registers, so that one block's reduction and stores overlap the other's
@@ -144,7 +146,13 @@ struct KernelFamily {
 //                 -0.5%, 8K with two blocks to an SM -4%; bf16 20K-24K +20-31%, 16K -7%) and
 //                 16-bit softmax rows past one block (48K +13%, 64K +6%, 128K +11%; 40K, at the
 //                 same warps per SM, -3%).
-enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks };
+//   MoreWarps     rows that no one block holds, where the small blocks keep more warps resident
+//                 per SM than the cluster of the family's blocks: 16-bit x with f32 y softmax rows
+//                 (24K columns, four 192-thread blocks instead of two of 384: 91% -> 96% of copy;
+//                 48K +16%, 24K one element off +1%, 24577 columns -5.5%). At equal warps (20K,
+//                 28K, 32K, 64K) the larger blocks, which ran as fast or faster (28K -2% in small
+//                 ones).
+enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 
 // wide_first: the family's block kernel is the wide one at every row length (block_k = wide_k).
 // Families whose threads pay a cost per row beyond the loads (dropout's Philox key schedule and

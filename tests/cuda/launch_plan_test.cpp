@@ -37,7 +37,7 @@ const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
       {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, false},
       {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, false},
-      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, true},
+      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, true},
       {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, false},
       {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, false},
       {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, false},
@@ -192,15 +192,30 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   }
 }
 
+// Warps an SM keeps resident of a register kernel's blocks of `threads` (64 registers a thread).
+int resident_warps(int64_t threads) { return int(1024 / threads * threads / 32); }
+
+// The threads of the smallest cluster (up to eight blocks) of at most `most_threads` threads a
+// block, wide_k chunks a thread, that holds a row of `chunks` chunks; 0 if none does.
+int64_t cluster_threads(int64_t chunks, const KernelFamily& f, int64_t most_threads) {
+  for (int64_t c = 2; c <= 8; c *= 2) {
+    const int64_t t = ceil_div(ceil_div(ceil_div(chunks, c), f.wide_k), 32) * 32;
+    if (t <= most_threads) return t;
+  }
+  return 0;
+}
+
 // Rows whose block would share its SM with at most one other (f32 softmax_dropout) or with none
 // (the dropout backward, 16-bit softmax rows), or that no one block of the family holds, run as
-// clusters of blocks of up to 256 threads where up to eight such blocks hold them; every other
-// family keeps its blocks.
+// clusters of blocks of up to 256 threads where up to eight such blocks hold them; 16-bit x with
+// f32 y softmax rows only where no one block holds them and the small blocks keep more warps
+// resident than the cluster of the family's blocks; every other family keeps its blocks.
 TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   const bool small = fc.small != SmallBlockClusters::None;
   EXPECT_EQ(f.cluster_block_threads, small ? 256 : 0) << fc.name;
+  EXPECT_EQ(f.cluster_for_warps, fc.small == SmallBlockClusters::MoreWarps) << fc.name;
   const int most = 8;
   const int residency = fc.small == SmallBlockClusters::PairedBlocks ? 2 : 1;
   int64_t clusters = 0;
@@ -208,6 +223,16 @@ TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
     Plan p;
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    if (fc.small == SmallBlockClusters::MoreWarps) {
+      if (p.strategy != Strategy::Cluster) continue;
+      const int64_t small_threads = cluster_threads(chunks, f, 256);
+      const int64_t large_threads = cluster_threads(chunks, f, f.block_threads);
+      const bool more = small_threads > 0 && (large_threads == 0 || resident_warps(small_threads) >
+                                                                        resident_warps(large_threads));
+      ASSERT_EQ(p.threads, more ? small_threads : large_threads) << fc.name << ", " << cols << " columns";
+      clusters += more;
+      continue;
+    }
     const bool small_ones_hold = small && chunks <= int64_t{most} * 256 * f.wide_k;
     if (p.strategy == Strategy::Block) {
       if (small_ones_hold) ASSERT_GT(1024 / p.threads, residency) << fc.name << ", " << cols << " columns";
@@ -227,7 +252,8 @@ TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
 // an SM), 12000 take two of 192 threads (one block would be 384) and 49152 eight of 192; f32
 // dropout backward rows of 8192 columns keep 512-thread blocks (two to an SM) and 10240 take four
 // of 160 threads; 16-bit softmax rows of 32768 columns keep one 512-thread block and 49152 take
-// four of 192 threads.
+// four of 192 threads; 16-bit x with f32 y rows of 24576 columns take four blocks of 192 threads
+// (30 warps an SM) instead of two of 384 (24), 20480 keep two of 320 (30 warps either way).
 TEST(DefaultPlanExamples, ClustersOfSmallBlocks) {
   const struct {
     const char* family;
@@ -240,7 +266,13 @@ TEST(DefaultPlanExamples, ClustersOfSmallBlocks) {
                {"f32 dropout backward", 8192, Strategy::Block, 512, 1},
                {"f32 dropout backward", 10240, Strategy::Cluster, 160, 4},
                {"16-bit softmax", 32768, Strategy::Block, 512, 1},
-               {"16-bit softmax", 49152, Strategy::Cluster, 192, 4}};
+               {"16-bit softmax", 49152, Strategy::Cluster, 192, 4},
+               {"16-bit x f32 y softmax", 16384, Strategy::Block, 512, 1},
+               {"16-bit x f32 y softmax", 20480, Strategy::Cluster, 320, 2},
+               {"16-bit x f32 y softmax", 24576, Strategy::Cluster, 192, 4},
+               {"16-bit x f32 y softmax", 32768, Strategy::Cluster, 512, 2},
+               {"16-bit x f32 y softmax", 49152, Strategy::Cluster, 192, 8},
+               {"16-bit x f32 y softmax", 65536, Strategy::Cluster, 512, 4}};
   for (const auto& c : cases) {
     const auto fc = std::find_if(families().begin(), families().end(),
                                  [&](const FamilyCase& f) { return std::string(f.name) == c.family; });
