@@ -13,7 +13,9 @@ dbwd (dropout backward), mixed (bf16 x -> f32 y; also timed: the conversion copy
 same bytes read and written), narrow (f32 x -> y of the case's 16-bit dtype, with its conversion
 copy), mdropout (dropout of the case's 16-bit x into f32 y), mbwd (backward of y and dy of the
 case's 16-bit dtype into f32 dx), stats; +OFFSET shifts x and y (and dy) by that many elements. GB/s
-counts every array read and written once.
+counts every array read and written once. Each sample times one call after the previous one
+finished (the host's launch inside the events); --batch N times N calls back to back per sample,
+the steady rate softmax_bench measures.
 """
 import argparse
 import ctypes
