@@ -205,9 +205,9 @@ struct BlockScratch {
 };
 
 #if SOFTMAX_CUDA_CLUSTERS
-// The cluster exchange's instructions, as volatile asm: issued where they stand (as intrinsics, the
-// remote addresses were computed once per kernel and held in registers through the row: the
-// 16-bit dropout backward took 8 more registers, or spilled under its register cap).
+// The instructions of the cluster exchange (sm_90 PTX): shared-memory addresses, the block's rank in
+// its cluster, a location in another block of the cluster, the counted store and the mbarrier's
+// expected bytes and phase wait.
 namespace cluster_ops {
 __device__ __forceinline__ uint32_t smem(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ uint32_t rank() {
