@@ -72,13 +72,10 @@ def buffers(n, dtype, offset, count):
     return [torch.empty(n + offset, dtype=dtype, device="cuda")[offset:] for _ in range(count)]
 
 
-# Calls per timed sample (--batch): 1 times each call alone after an idle GPU, the host's launch
-# inside the events; more time calls queued back to back, as softmax_bench does, the steady rate.
-BATCH = 1
-
-
-def median_ms(fn, reps, batch=None):
-    batch = BATCH if batch is None else batch
+def median_ms(fn, reps, batch=1):
+    """Median ms per call over `reps` samples of `batch` calls each: 1 times each call alone after
+    an idle GPU (the host's launch inside the events); more time calls queued back to back, as
+    softmax_bench does, the steady rate."""
     for _ in range(3):
         fn()
     times = []
@@ -94,7 +91,7 @@ def median_ms(fn, reps, batch=None):
     return times[len(times) // 2]
 
 
-def run_case(lib, spec, reps, with_torch, with_compile=False):
+def run_case(lib, spec, reps, with_torch, with_compile=False, batch=1):
     op, dname, shape = spec.split(":")
     offset = 0
     if "+" in shape:
@@ -216,21 +213,21 @@ def run_case(lib, spec, reps, with_torch, with_compile=False):
         eager = None
     else:
         raise SystemExit("unknown op " + op)
-    ms = median_ms(lambda: check(lib, call()), reps)
+    ms = median_ms(lambda: check(lib, call()), reps, batch)
     src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    copy_ms = median_ms(lambda: dst.copy_(src), reps)
+    copy_ms = median_ms(lambda: dst.copy_(src), reps, batch)
     copy_gbps = 2 * (moved // 2) / copy_ms / 1e6
     gbps = moved / ms / 1e6
     row = {"case": spec, "ms": ms, "gbps": gbps, "copy_gbps": copy_gbps, "pct_copy": 100 * gbps / copy_gbps,
            "err": err}
     if op in ("mixed", "narrow"):
-        row["convert_gbps"] = moved / median_ms(convert, reps) / 1e6
+        row["convert_gbps"] = moved / median_ms(convert, reps, batch) / 1e6
     if with_torch and eager is not None:
-        row["torch_gbps"] = moved / median_ms(eager, reps) / 1e6
+        row["torch_gbps"] = moved / median_ms(eager, reps, batch) / 1e6
         if with_compile:
             compiled = torch.compile(eager)
-            row["compile_gbps"] = moved / median_ms(compiled, reps) / 1e6
+            row["compile_gbps"] = moved / median_ms(compiled, reps, batch) / 1e6
     return row
 
 
@@ -250,7 +247,7 @@ def latency_us(lib, cols, reps=200):
                 lib.softmax_rows(x.data_ptr(), y.data_ptr(), 1, cols, 0, ctypes.byref(o))
     g.replay()
     torch.cuda.synchronize()
-    ms = median_ms(g.replay, 10, batch=1)
+    ms = median_ms(g.replay, 10)
     ref = torch.softmax(x.double(), -1)
     err = ((y.double() - ref).abs() / ref).max().item()
     return 1000 * ms / reps, err
@@ -268,8 +265,6 @@ def main():
     ap.add_argument("--latency", default="", help="comma-separated single-row lengths to time in a CUDA graph")
     ap.add_argument("--json")
     a = ap.parse_args()
-    global BATCH
-    BATCH = a.batch
     lib = load(a.lib)
     out = []
     for cols in [int(c) for c in a.latency.split(",") if c]:
@@ -278,7 +273,7 @@ def main():
         print("latency 1x%-10d %8.2f us per call (graph replay)  err %.1e" % (cols, us, err), flush=True)
     for spec in [c for c in a.cases.split(",") if c]:
         try:
-            r = run_case(lib, spec, a.reps, a.torch, a.compile)
+            r = run_case(lib, spec, a.reps, a.torch, a.compile, a.batch)
         except Exception as e:  # one failing case must not hide the others
             r = {"case": spec, "error": str(e)}
         out.append(r)
