@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 2>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
-  RowWalk<K, R, kBlock> walk(shape);
+  RowWalk<K, R, kBlock, kBlock && kRealignInStage16<T>> walk(shape);
   if constexpr (kBlock) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;

@@ -41,10 +41,11 @@ struct Launches {
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
         return launch_register(register_rows_dropout_backward<T, A, K, 1, true, true>, a, a.rows, a.cols, plan, env,
-                               kName);
+                               kName, Looping::WhenAlone, SegmentWaves::Few, kRealignInStage16<T>);
       }
     }
-    return launch_register(register_rows_dropout_backward<T, A, K, 1, true>, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_dropout_backward<T, A, K, 1, true>, a, a.rows, a.cols, plan, env, kName,
+                           Looping::WhenAlone, SegmentWaves::Few, kRealignInStage16<T>);
   }
   Outcome split() const {
     const int64_t bytes_per_col = dtype_bytes(a.x_dtype) + dtype_bytes(a.dy_dtype);

@@ -268,6 +268,11 @@ constexpr bool kPrefetchNextRow = kBlock && R == 1 && kOp != Forward::Dropout &&
 template <class T, Forward kOp, bool kPieces>
 constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Elem<T>::kBytes == 2 && !kPieces;
 
+// Whether a forward kernel's blocks realign misaligned rows through their warps' stages
+// (kRealignInStage16, row_frame.cuh): 16-bit softmax_dropout.
+template <class T, Forward kOp>
+constexpr bool kForwardRealignInStage = kOp == Forward::Dropout && kRealignInStage16<T>;
+
 // Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
 // whose output has the input's type. The launcher runs it for segments of one or two lanes whose
 // rows start and end on 16-byte boundaries (staged_rows).
@@ -286,7 +291,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   using Part = Weighted<A, 1>;
   using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kPieces, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
-  RowWalk<K, R, kBlock> walk(shape);
+  RowWalk<K, R, kBlock, kBlock && kForwardRealignInStage<T, kOp>> walk(shape);
   if constexpr (kBlock && kOp != Forward::FromStats) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;

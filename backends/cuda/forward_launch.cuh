@@ -68,21 +68,24 @@ struct Launches {
       const auto prefetching = register_rows_forward<T, Y, A, kOp, K, 1, true, true>;
       int resident = 0;
       if (Outcome o = resident_blocks(reinterpret_cast<const void*>(prefetching), env.device, plan.threads,
+                                      realign_stage_bytes(plan.threads, kForwardRealignInStage<T, kOp>),
                                       env.limits->sm_count, &resident);
           !o.good())
         return o;
       if (resident <= 2 * env.limits->sm_count) {
-        return launch_register(prefetching, a, a.rows, a.cols, plan, env, kName, Looping::Always);
+        return launch_register(prefetching, a, a.rows, a.cols, plan, env, kName, Looping::Always, SegmentWaves::Few,
+                               kForwardRealignInStage<T, kOp>);
       }
     }
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
         return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, false, false, true>, a, a.rows, a.cols,
-                               plan, env, kName, Looping::Never);
+                               plan, env, kName, Looping::Never, SegmentWaves::Few, kForwardRealignInStage<T, kOp>);
       }
     }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,
-                           kOp == Forward::Dropout ? Looping::Never : Looping::WhenAlone);
+                           kOp == Forward::Dropout ? Looping::Never : Looping::WhenAlone, SegmentWaves::Few,
+                           kForwardRealignInStage<T, kOp>);
   }
   Outcome split() const {
     if constexpr (kOp == Forward::Softmax || kOp == Forward::Dropout) {

@@ -52,18 +52,19 @@ void remember(const Key& k, int value) {
 
 }  // namespace
 
-Outcome resident_blocks(const void* kernel, int device, int threads, int sm_count, int* blocks) {
-  return resident_clusters(kernel, device, threads, 1, sm_count, blocks);
+Outcome resident_blocks(const void* kernel, int device, int threads, int smem, int sm_count, int* blocks) {
+  return resident_clusters(kernel, device, threads, 1, smem, sm_count, blocks);
 }
 
-Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int sm_count, int* clusters) {
-  const Key key{kernel, device, threads, cluster};
+Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int smem, int sm_count,
+                          int* clusters) {
+  const Key key{kernel, device, threads, cluster, smem};
   if (cached(key, clusters)) return Outcome::ok();
   // Two threads may both ask the first time; both get the same answer.
   int n = 0;
   if (cluster <= 1) {
     int per_sm = 0;
-    SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, size_t(smem)));
     n = per_sm * sm_count;
   } else {
     cudaLaunchConfig_t cfg = {};
@@ -74,6 +75,7 @@ Outcome resident_clusters(const void* kernel, int device, int threads, int clust
     attr[0].val.clusterDim.z = 1;
     cfg.gridDim = dim3(static_cast<unsigned>(cluster));
     cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = size_t(smem);
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));

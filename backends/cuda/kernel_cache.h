@@ -10,13 +10,15 @@
 
 namespace softmax_internal {
 
-// Blocks of `threads` threads of `kernel` resident at once on the whole device (>= 1).
-Outcome resident_blocks(const void* kernel, int device, int threads, int sm_count, int* blocks);
+// Blocks of `threads` threads of `kernel`, launched with `smem` bytes of dynamic shared memory
+// (at most 48 KB), resident at once on the whole device (>= 1).
+Outcome resident_blocks(const void* kernel, int device, int threads, int smem, int sm_count, int* blocks);
 
-// Clusters of `cluster` blocks of `threads` threads of `kernel` resident at once on the whole
-// device (>= 1); cluster 1 counts blocks. Clusters of more than 8 blocks need
-// allow_large_clusters first.
-Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int sm_count, int* clusters);
+// Clusters of `cluster` blocks of `threads` threads of `kernel` (with `smem` bytes of dynamic
+// shared memory each, at most 48 KB) resident at once on the whole device (>= 1); cluster 1
+// counts blocks. Clusters of more than 8 blocks need allow_large_clusters first.
+Outcome resident_clusters(const void* kernel, int device, int threads, int cluster, int smem, int sm_count,
+                          int* clusters);
 
 // Blocks of `threads` threads of `kernel` with `smem` bytes of dynamic shared memory resident at
 // once on the whole device (0 when not even one fits). The first call for a kernel lets it take up to `max_smem`.

@@ -125,6 +125,14 @@ inline bool staged_rows(const Plan& plan, int64_t row_bytes, const void* x, cons
          row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
 }
 
+// Dynamic shared memory of a block-mode launch (block and cluster plans) of a kernel that
+// realigns misaligned rows through its warps' stages (row_layout.cuh, warp_realign_stage;
+// `in_stage`): at most 32 warps a block, 16.5 KB, never what limits the blocks resident on an SM,
+// which the registers do.
+inline int realign_stage_bytes(int threads, bool in_stage) {
+  return in_stage ? threads / 32 * cuda_kernels::kRealignStageBytesPerWarp : 0;
+}
+
 // How many waves of resident blocks a segment plan's grid holds at most; its blocks loop over the
 // remaining rows. Softmax's forward rows (log-softmax, statistics and mixed types too) take Many:
 // on the H200 at 16-512 columns they ran 2-5% (f32) and 1-8% (16-bit) faster than with Few,
@@ -146,11 +154,13 @@ enum class Looping {
 };
 
 // Launches kernel(args, shape) for `plan` (segment, block or cluster); `looping` applies to
-// block and cluster plans, `waves` to segment plans.
+// block and cluster plans, `waves` to segment plans, `realign_in_stage` (the kernel's blocks
+// realign misaligned rows through their warps' stages) to block and cluster plans.
 template <class Args>
 Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args& args, int64_t rows, int64_t cols,
                         const Plan& plan, const LaunchEnv& env, const char* name,
-                        Looping looping = Looping::WhenAlone, SegmentWaves waves = SegmentWaves::Few) {
+                        Looping looping = Looping::WhenAlone, SegmentWaves waves = SegmentWaves::Few,
+                        bool realign_in_stage = false) {
   using namespace launch_detail;
   int cluster_shift = 0;
   while ((1 << cluster_shift) < plan.cluster) ++cluster_shift;
@@ -161,7 +171,7 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
   if (plan.strategy == Strategy::Segment) {
     const int64_t rows_per_block = int64_t(kSegmentThreads / 32) * (32 / plan.width) * plan.r;
     int resident = 0;
-    if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, kSegmentThreads,
+    if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, kSegmentThreads, 0,
                                     env.limits->sm_count, &resident);
         !o.good())
       return o;
@@ -184,7 +194,9 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
     }
     if (looping != Looping::Never) {
       int resident = 0;
-      if (Outcome o = resident_clusters(fn, env.device, plan.threads, plan.cluster, env.limits->sm_count, &resident);
+      if (Outcome o = resident_clusters(fn, env.device, plan.threads, plan.cluster,
+                                        realign_stage_bytes(plan.threads, realign_in_stage), env.limits->sm_count,
+                                        &resident);
           !o.good())
         return o;
       if (looping == Looping::Always || int64_t(resident) * plan.cluster <= env.limits->sm_count)
@@ -192,6 +204,7 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
     }
     cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
     cfg.gridDim = dim3(static_cast<unsigned>(groups * plan.cluster));
+    cfg.dynamicSmemBytes = size_t(realign_stage_bytes(plan.threads, realign_in_stage));
     if (plan.cluster > 1) {
       attr[0].id = cudaLaunchAttributeClusterDimension;
       attr[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
@@ -218,7 +231,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   using namespace launch_detail;
   const DeviceLimits& dev = *env.limits;
   int resident = 0;
-  if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, cuda_kernels::kSplitThreads,
+  if (Outcome o = resident_blocks(reinterpret_cast<const void*>(kernel), env.device, cuda_kernels::kSplitThreads, 0,
                                   dev.sm_count, &resident);
       !o.good())
     return o;

@@ -6,7 +6,8 @@
 //                 segment at a time: short rows, no shared memory, no barriers.
 //   block mode    R rows per block, or per cluster of blocks: each warp is a 32-lane segment
 //                 of the row, reductions go through shared memory and, in a cluster,
-//                 distributed shared memory.
+//                 distributed shared memory; some kernels realign misaligned rows through
+//                 each warp's stage in the launch's dynamic shared memory (row_layout.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,9 +32,22 @@ struct RowShape {
                       // run-time value cost a block ~45 instructions per warp
 };
 
-// The rows of one iteration and this thread's place in them.
-template <int K, int R, bool kBlock>
+// Whether a block-mode kernel over rows stored as T realigns misaligned rows through its warps'
+// stages (Place::realign_in_stage, row_layout.cuh) rather than by shuffles: kernels bound by their
+// instruction count over 16-bit rows (softmax_dropout and its backward). On the H200, against the
+// shuffles (gpu_sweep.py, back to back, alternated twice): bf16 dropout of 4097 columns +15%,
+// its backward +9%. Memory-bound rows lost so: the stage's word loads and stores take 4-way bank
+// conflicts (lanes 16 bytes apart), some 40 shared-memory wavefronts a chunk against eight for
+// the shuffles (bf16 softmax rows of 32001 columns -14%, 4096 one element off -4%, the bf16
+// backward -13%, f32 rows -9-11%), so they keep the shuffles.
+template <class T>
+constexpr bool kRealignInStage16 = !kGeneric<T> && Elem<T>::kBytes == 2;
+
+// The rows of one iteration and this thread's place in them; kRealignInStage (block mode only):
+// Place::realign_in_stage, and the launch provides the warps' stages (launch_register).
+template <int K, int R, bool kBlock, bool kRealignInStage = false>
 struct RowWalk {
+  static_assert(!kRealignInStage || kBlock, "only block mode realigns through the warps' stages");
   Place place;
   int64_t base;  // first row of the current iteration's group
   int in_group;  // offset of this thread's first row in the group
@@ -56,7 +70,7 @@ struct RowWalk {
       rank = int(blockIdx.x & unsigned(s.cluster - 1));
       const int warps = int(blockDim.x >> 5);
       const int segment = rank * warps + int(threadIdx.x >> 5);
-      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32};
+      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32, kRealignInStage};
       base = int64_t(blockIdx.x >> s.cluster_shift) * R;
       in_group = 0;
       step = 1;
@@ -253,7 +267,7 @@ __device__ __forceinline__ void issue_row(const void* base, const char* end, int
 template <class T, class A, int K, int V>
 __device__ __forceinline__ void take_values(const LoadedUnits<K>& u, int cols, const Place& p, A pad, A (&v)[K][V]) {
   Words c[K];
-  realign_units<K, kChunkBytes<T>>(u, p, c);
+  realign_units<K, kChunkBytes<T>, Elem<T>::kBytes>(u, p, c);
   to_values<T, A, K, V>(c, p, cols, pad, v);
 }
 
@@ -308,7 +322,7 @@ struct HeldRow<T, A, K, V, true, kPieces, kLastChunkOnce> {
   }
   // The row whose loads issue_row issued (same cols and place).
   __device__ __forceinline__ void take(const LoadedUnits<K>& u, int cols, const Place& p, A pad) {
-    realign_units<K, kChunkBytes<T>>(u, p, c);
+    realign_units<K, kChunkBytes<T>, 2>(u, p, c);
     pad_columns(cols, p, pad);
   }
   __device__ __forceinline__ void pad_columns(int cols, const Place& p, A pad) {

@@ -21,6 +21,14 @@
 // Vectors that stick out of the whole array (the first row's head, the last row's tail) are read
 // element by element, so nothing outside the caller's buffers is ever touched.
 //
+// In block mode every lane of a warp works on the same row, so the warp has one shift, and the
+// realigning can go through a small shared-memory stage per warp instead (warp_realign_stage;
+// kernels bound by their instruction count choose it, Place::realign_in_stage): a pass over
+// the warp's k-th chunks writes the 33 units it touches into the stage and reads back 32 chunks
+// at the row's shift (stores: the chunks written at the shift, 32 whole units read back). A
+// chunk then costs a vector store and a few word loads and funnel shifts, where the shuffles
+// took four shuffles and about twenty selects and shifts (and the stores as many again).
+//
 // Kernels bound by their instruction count (dropout into f32) may instead move each thread's
 // chunks itself in the widest aligned pieces the row allows (load_chunks_in_pieces,
 // store_chunks_in_pieces, at the end of this file): no shuffles, but partly written sectors.
@@ -44,6 +52,10 @@ struct Place {
   int lane;
   int width;  // G
   int first;  // s*K*G
+  // Block mode (every lane of the warp on one row) in kernels that choose it: a misaligned row is
+  // realigned through the warp's shared-memory stage (warp_realign_stage), which the launch
+  // provides, instead of by shuffles.
+  bool realign_in_stage = false;
   __device__ __forceinline__ int chunk(int k) const { return first + k * width + lane; }
   // Whether the thread's K units of UB bytes all end within the row's first `bytes` bytes.
   template <int K, int UB>
@@ -195,14 +207,104 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
                                                                  : Words{{0, 0, 0, 0}};
 }
 
+// ---- the warp's stage (block mode) ----
+
+// Slots of 16 bytes in a warp's stage: the 33 units (or chunks) one pass touches. A launch of a
+// block-mode kernel provides kRealignStageBytesPerWarp of dynamic shared memory per warp.
+constexpr int kRealignStageSlots = 33;
+constexpr int kRealignStageBytesPerWarp = kRealignStageSlots * 16;
+
+__device__ __forceinline__ uint32_t* warp_realign_stage() {
+  extern __shared__ uint4 row_stage[];
+  return reinterpret_cast<uint32_t*>(row_stage + (threadIdx.x >> 5) * kRealignStageSlots);
+}
+
+// Unit j (UB bytes) of the stage, or writes it.
+template <int UB>
+__device__ __forceinline__ Words stage_unit(const uint32_t* st, int j) {
+  if constexpr (UB == 16) {
+    const uint4 q = reinterpret_cast<const uint4*>(st)[j];
+    return Words{{q.x, q.y, q.z, q.w}};
+  } else {
+    const uint2 q = reinterpret_cast<const uint2*>(st)[j];
+    return Words{{q.x, q.y, 0, 0}};
+  }
+}
+template <int UB>
+__device__ __forceinline__ void set_stage_unit(uint32_t* st, int j, const Words& u) {
+  if constexpr (UB == 16) {
+    reinterpret_cast<uint4*>(st)[j] = make_uint4(u.w[0], u.w[1], u.w[2], u.w[3]);
+  } else {
+    reinterpret_cast<uint2*>(st)[j] = make_uint2(u.w[0], u.w[1]);
+  }
+}
+
+// The UB bytes at byte UB * j + sh of the stage (0 <= sh < UB; a multiple of ES, which is 2 or
+// more): the words they touch, funnel-shifted for 16-bit elements on a 2-byte boundary.
+template <int UB, int ES>
+__device__ __forceinline__ Words stage_chunk(const uint32_t* st, int j, int sh) {
+  constexpr int W = UB / 4;
+  const uint32_t* s = st + W * j + (sh >> 2);
+  Words out = {{0, 0, 0, 0}};
+  if constexpr (ES >= 4) {
+#pragma unroll
+    for (int i = 0; i < W; ++i) out.w[i] = s[i];
+  } else {
+    const uint32_t r = uint32_t(sh & 3) * 8u;
+    uint32_t a[W + 1];
+#pragma unroll
+    for (int i = 0; i <= W; ++i) a[i] = s[i];
+#pragma unroll
+    for (int i = 0; i < W; ++i) out.w[i] = __funnelshift_r(a[i], a[i + 1], r);
+  }
+  return out;
+}
+
+// Writes a chunk's UB bytes at byte UB * j + sh of the stage (as stage_chunk reads them).
+template <int UB, int ES>
+__device__ __forceinline__ void set_stage_chunk(uint32_t* st, int j, int sh, const Words& c) {
+  constexpr int W = UB / 4;
+  uint32_t* s = st + W * j + (sh >> 2);
+  if (ES >= 4 || (sh & 3) == 0) {
+#pragma unroll
+    for (int i = 0; i < W; ++i) s[i] = c.w[i];
+  } else {  // 16-bit elements on a 2-byte boundary: half words at both ends
+    uint16_t* h = reinterpret_cast<uint16_t*>(s);
+    h[1] = uint16_t(c.w[0]);
+#pragma unroll
+    for (int i = 1; i < W; ++i) s[i] = __funnelshift_r(c.w[i - 1], c.w[i], 16);
+    h[2 * W] = uint16_t(c.w[W - 1] >> 16);
+  }
+}
+
+// realign_units through the warp's stage: pass k writes the warp's k-th units to slots 0..31 and
+// the segment's next unit (lane 0's next one, or its extra) to slot 32, and each lane reads its
+// chunk at the row's shift.
+template <int K, int UB, int ES>
+__device__ __forceinline__ void realign_units_in_stage(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
+  uint32_t* st = warp_realign_stage();
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    set_stage_unit<UB>(st, p.lane, in.unit[k]);
+    if (p.lane == 0) set_stage_unit<UB>(st, 32, k + 1 < K ? in.unit[k + 1] : in.extra);
+    __syncwarp();
+    out[k] = stage_chunk<UB, ES>(st, p.lane, in.shift);
+    __syncwarp();
+  }
+}
+
 // The thread's K logical chunks from its loaded units: lane l takes the rest of its chunk from
-// the unit its right neighbour loaded. Callers mask columns >= cols. Every lane of the warp calls
-// this together (it shuffles).
-template <int K, int UB = 16>
+// the unit its right neighbour loaded (through the warp's stage in block mode, else by shuffles).
+// Callers mask columns >= cols. Every lane of the warp calls this together.
+template <int K, int UB = 16, int ES = 2>
 __device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) out[k] = in.unit[k];
   if (!in.misaligned) return;
+  if (p.realign_in_stage) {
+    realign_units_in_stage<K, UB, ES>(in, p, out);
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const Words provided = p.lane == 0 ? (k + 1 < K ? in.unit[k + 1] : in.extra) : in.unit[k];
@@ -216,7 +318,7 @@ template <int K, int ES, int UB = 16>
 __device__ __forceinline__ void load_chunks(const RowBytes& r, bool live, const Place& p, Words (&out)[K]) {
   LoadedUnits<K> u;
   issue_units<K, ES, UB>(r, live, p, u);
-  realign_units<K, UB>(u, p, out);
+  realign_units<K, UB, ES>(u, p, out);
 }
 
 // Stores bytes [o, o + S) of a chunk's words at q.
@@ -256,6 +358,66 @@ __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Wor
   }
 }
 
+// Stores bytes [lo, hi) of unit u (UB bytes of ES-byte elements) at the aligned address q,
+// element by element.
+template <int ES, int UB>
+__device__ __forceinline__ void store_unit_bytes(char* q, const Words& u, int lo, int hi) {
+#pragma unroll
+  for (int j = 0; j < UB / ES; ++j) {
+    const int o = j * ES;
+    if (o < lo || o >= hi) continue;
+    uint64_t e;
+    if constexpr (ES == 8) {
+      e = uint64_t(u.w[2 * j]) | uint64_t(u.w[2 * j + 1]) << 32;
+    } else if constexpr (ES == 4) {
+      e = u.w[j];
+    } else {
+      e = (u.w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
+    }
+    store_element(q + o, e, ES);
+  }
+}
+
+// store_chunks of a misaligned row (shift sh != 0, the same for the whole warp) through the
+// warp's stage. Pass k writes the warp's k-th chunks at the shift, so that slot j holds unit
+// first + 32k + j, and lane j writes that unit: whole where it lies inside the row and in the
+// warp's chunks, else the bytes that do, element by element (the row's ends; the head of the
+// segment's first unit, whose first sh bytes belong to the previous segment; the tail of the unit
+// after the segment's last chunk). Slot 32, the head of the next pass's first unit, is carried to
+// slot 0 by lane 0 between passes.
+template <int K, int ES, int UB>
+__device__ __forceinline__ void store_chunks_in_stage(char* row, int cols, int sh, const Place& p,
+                                                    const Words (&c)[K]) {
+  uint32_t* st = warp_realign_stage();
+  char* base = row - sh;
+  const int end = sh + cols * ES;  // the row's end, in bytes from base
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    set_stage_chunk<UB, ES>(st, p.lane, sh, c[k]);
+    __syncwarp();
+    const Words u = stage_unit<UB>(st, p.lane);
+    const int P = p.first + 32 * k + p.lane;
+    const int lo = k == 0 && p.lane == 0 ? sh : 0;
+    const int hi = min(UB, end - UB * P);
+    if (lo == 0 && hi == UB) {
+      store_piece<UB>(base + UB * P, 0, u);
+    } else if (hi > lo) {
+      store_unit_bytes<ES, UB>(base + UB * P, u, lo, hi);
+    }
+    if (p.lane == 0) {
+      const Words carried = stage_unit<UB>(st, 32);
+      if (k + 1 < K) {
+        set_stage_unit<UB>(st, 0, carried);
+      } else {
+        const int Q = p.first + 32 * K;
+        const int tail = min(sh, end - UB * Q);
+        if (tail > 0) store_unit_bytes<ES, UB>(base + UB * Q, carried, 0, tail);
+      }
+    }
+    __syncwarp();
+  }
+}
+
 // Writes the thread's K logical chunks (UB bytes each: 16, or 8 for an f32 row stored as
 // 16-bit; c[k] for chunk p.chunk(k)) to a row of ES-byte elements, for any alignment of the
 // row. Every lane of the warp calls this together.
@@ -264,7 +426,11 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
   constexpr int kElems = UB / ES;
   const int sh = live ? int(reinterpret_cast<uintptr_t>(row) & (UB - 1)) : 0;
   const int bytes = cols * ES;
-  if (!__any_sync(kFullMask, sh != 0)) {
+  if (p.realign_in_stage && sh != 0) {  // one row per warp: sh and live are the same for every lane
+    store_chunks_in_stage<K, ES, UB>(row, cols, sh, p, c);
+    return;
+  }
+  if (p.realign_in_stage || !__any_sync(kFullMask, sh != 0)) {
     if (__all_sync(kFullMask, live && p.units_within<K, UB>(bytes))) {  // as issue_units loads
 #pragma unroll
       for (int k = 0; k < K; ++k) store_piece<UB>(row + UB * p.chunk(k), 0, c[k]);
