@@ -209,8 +209,9 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
 
 // ---- the warp's stage (block mode) ----
 
-// Slots of 16 bytes in a warp's stage: the 33 units (or chunks) one pass touches. A launch of a
-// block-mode kernel provides kRealignStageBytesPerWarp of dynamic shared memory per warp.
+// Slots of 16 bytes in a warp's stage: the 33 units (or chunks) one pass touches. The launch of
+// a kernel that realigns in the stage provides kRealignStageBytesPerWarp of dynamic shared memory
+// per warp.
 constexpr int kRealignStageSlots = 33;
 constexpr int kRealignStageBytesPerWarp = kRealignStageSlots * 16;
 
@@ -358,26 +359,6 @@ __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Wor
   }
 }
 
-// Stores bytes [lo, hi) of unit u (UB bytes of ES-byte elements) at the aligned address q,
-// element by element.
-template <int ES, int UB>
-__device__ __forceinline__ void store_unit_bytes(char* q, const Words& u, int lo, int hi) {
-#pragma unroll
-  for (int j = 0; j < UB / ES; ++j) {
-    const int o = j * ES;
-    if (o < lo || o >= hi) continue;
-    uint64_t e;
-    if constexpr (ES == 8) {
-      e = uint64_t(u.w[2 * j]) | uint64_t(u.w[2 * j + 1]) << 32;
-    } else if constexpr (ES == 4) {
-      e = u.w[j];
-    } else {
-      e = (u.w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
-    }
-    store_element(q + o, e, ES);
-  }
-}
-
 // store_chunks of a misaligned row (shift sh != 0, the same for the whole warp) through the
 // warp's stage. Pass k writes the warp's k-th chunks at the shift, so that slot j holds unit
 // first + 32k + j, and lane j writes that unit: whole where it lies inside the row and in the
@@ -401,8 +382,8 @@ __device__ __forceinline__ void store_chunks_in_stage(char* row, int cols, int s
     const int hi = min(UB, end - UB * P);
     if (lo == 0 && hi == UB) {
       store_piece<UB>(base + UB * P, 0, u);
-    } else if (hi > lo) {
-      store_unit_bytes<ES, UB>(base + UB * P, u, lo, hi);
+    } else if (hi > lo) {  // bytes [lo, hi) of the unit, as elements of a chunk at its address
+      store_chunk_elements<ES, UB>(base + UB * P, 0, u, hi / ES, lo / ES, UB / ES);
     }
     if (p.lane == 0) {
       const Words carried = stage_unit<UB>(st, 32);
@@ -411,7 +392,7 @@ __device__ __forceinline__ void store_chunks_in_stage(char* row, int cols, int s
       } else {
         const int Q = p.first + 32 * K;
         const int tail = min(sh, end - UB * Q);
-        if (tail > 0) store_unit_bytes<ES, UB>(base + UB * Q, carried, 0, tail);
+        if (tail > 0) store_chunk_elements<ES, UB>(base + UB * Q, 0, carried, tail / ES, 0, UB / ES);
       }
     }
     __syncwarp();
