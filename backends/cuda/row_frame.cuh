@@ -36,10 +36,10 @@ struct RowShape {
 // stages (Place::realign_in_stage, row_layout.cuh) rather than by shuffles: kernels bound by their
 // instruction count over 16-bit rows (softmax_dropout and its backward). On the H200, against the
 // shuffles (gpu_sweep.py, back to back, alternated twice): bf16 dropout of 4097 columns +15%,
-// its backward +9%. Memory-bound rows lost so: the stage's word loads and stores take 4-way bank
-// conflicts (lanes 16 bytes apart), some 40 shared-memory wavefronts a chunk against eight for
-// the shuffles (bf16 softmax rows of 32001 columns -14%, 4096 one element off -4%, the bf16
-// backward -13%, f32 rows -9-11%), so they keep the shuffles.
+// its backward +9%. Memory-bound rows lost so (bf16 softmax rows of 32001 columns -14%, 4096
+// one element off -4%, the bf16 backward -13%, f32 rows -9-11%) and keep the shuffles: the
+// stage's word loads and stores take 4-way bank conflicts (lanes 16 bytes apart), by count some
+// 40 shared-memory wavefronts a chunk against eight for the shuffles (not profiled).
 template <class T>
 constexpr bool kRealignInStage16 = !kGeneric<T> && Elem<T>::kBytes == 2;
 
