@@ -297,7 +297,7 @@ __device__ __forceinline__ void realign_units_in_stage(const LoadedUnits<K>& in,
 // The thread's K logical chunks from its loaded units: lane l takes the rest of its chunk from
 // the unit its right neighbour loaded (through the warp's stage in block mode, else by shuffles).
 // Callers mask columns >= cols. Every lane of the warp calls this together.
-template <int K, int UB = 16, int ES = 2>
+template <int K, int UB, int ES>
 __device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) out[k] = in.unit[k];
