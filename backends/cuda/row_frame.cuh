@@ -70,7 +70,7 @@ struct RowWalk {
       rank = int(blockIdx.x & unsigned(s.cluster - 1));
       const int warps = int(blockDim.x >> 5);
       const int segment = rank * warps + int(threadIdx.x >> 5);
-      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32, kRealignInStage};
+      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32, kRealignInStage, true};
       base = int64_t(blockIdx.x >> s.cluster_shift) * R;
       in_group = 0;
       step = 1;

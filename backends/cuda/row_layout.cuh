@@ -37,6 +37,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/storage.cuh"
 
@@ -56,6 +57,9 @@ struct Place {
   // realigned through the warp's shared-memory stage (warp_realign_stage), which the launch
   // provides, instead of by shuffles.
   bool realign_in_stage = false;
+  // Block mode: every lane of the warp is on one row, so a misaligned row has one shift, which
+  // the realigning loads and stores then know at compile time (with_shift).
+  bool one_row_per_warp = false;
   __device__ __forceinline__ int chunk(int k) const { return first + k * width + lane; }
   // Whether the thread's K units of UB bytes all end within the row's first `bytes` bytes.
   template <int K, int UB>
@@ -107,6 +111,39 @@ __device__ __forceinline__ Words window(const Words& a, const Words& c, int b) {
   } else {
     static_assert(UB == 8, "units are 16 or 8 bytes");
     return window8(a, c, b);
+  }
+}
+
+// Bytes [B, B + UB) of the units a ++ c of UB bytes, for a byte offset B in [0, UB) known at
+// compile time: the words are picked by the compiler, and shifted only for 2-byte offsets. It
+// reads the first ceil(B / 4) words of c.
+template <int UB, int B>
+__device__ __forceinline__ Words window_at(const Words& a, const Words& c) {
+  constexpr int W = UB / 4;
+  constexpr int q = B / 4;
+  constexpr uint32_t r = uint32_t(B % 4) * 8u;
+  uint32_t w[2 * W + 1];
+#pragma unroll
+  for (int i = 0; i < W; ++i) w[i] = a.w[i], w[W + i] = c.w[i];
+  w[2 * W] = 0;
+  Words out = {{0, 0, 0, 0}};
+#pragma unroll
+  for (int i = 0; i < W; ++i) out.w[i] = r == 0 ? w[q + i] : __funnelshift_r(w[q + i], w[q + i + 1], r);
+  return out;
+}
+
+// Calls f(std::integral_constant<int, S>{}) for S == sh, one of the shifts ES, 2 ES, ... < UB
+// of a misaligned row: where every lane of a warp is on one row, its shift is the same in every
+// lane, and each branch moves the row's words as window_at does (for a shift held at run time,
+// window16 takes some twelve selects a chunk, and the shuffles four words where one to three do).
+template <int UB, int ES, int S = ES, class F>
+__device__ __forceinline__ void with_shift(int sh, F&& f) {
+  if constexpr (S < UB) {
+    if (sh == S) {
+      f(std::integral_constant<int, S>{});
+      return;
+    }
+    with_shift<UB, ES, S + ES>(sh, f);
   }
 }
 
@@ -194,6 +231,21 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
   }
   const char* base = r.row - sh;
   const int npv = live ? (r.bytes + sh + UB - 1) / UB : 0;  // physical units touching the row
+  // Units stick out of the array only in its first and last rows: a warp on one row whose units
+  // all lie inside it loads them without a test per unit.
+  if (K <= 4 && p.one_row_per_warp && __all_sync(kFullMask, npv == 0 || (base >= r.begin && base + UB * npv <= r.end))) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int P = p.chunk(k);
+      out.unit[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r, true) : Words{{0, 0, 0, 0}};
+    }
+    out.shift = sh;
+    out.misaligned = sh != 0;
+    const int extra_p = p.first + K * 32;
+    out.extra = (sh != 0 && p.lane == 0 && extra_p < npv) ? load_unit<UB, ES>(base + UB * extra_p, r, true)
+                                                         : Words{{0, 0, 0, 0}};
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
@@ -294,9 +346,24 @@ __device__ __forceinline__ void realign_units_in_stage(const LoadedUnits<K>& in,
   }
 }
 
+// realign_units for a warp on one row of shift SH (known at compile time): the first ceil(SH / 4)
+// words of the right neighbour's unit complete each chunk.
+template <int K, int UB, int SH>
+__device__ __forceinline__ void realign_units_shifted(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
+  constexpr int NW = (SH + 3) / 4;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    Words provided = {{0, 0, 0, 0}};
+#pragma unroll
+    for (int i = 0; i < NW; ++i) provided.w[i] = p.lane == 0 ? (k + 1 < K ? in.unit[k + 1] : in.extra).w[i] : in.unit[k].w[i];
+    out[k] = window_at<UB, SH>(in.unit[k], from_right<NW>(provided, p));
+  }
+}
+
 // The thread's K logical chunks from its loaded units: lane l takes the rest of its chunk from
-// the unit its right neighbour loaded (through the warp's stage in block mode, else by shuffles).
-// Callers mask columns >= cols. Every lane of the warp calls this together.
+// the unit its right neighbour loaded (by shuffles, or through the warp's stage in block mode
+// where the kernel chooses it). Callers mask columns >= cols. Every lane of the warp calls this
+// together.
 template <int K, int UB, int ES>
 __device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Place& p, Words (&out)[K]) {
 #pragma unroll
@@ -304,6 +371,10 @@ __device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Pl
   if (!in.misaligned) return;
   if (p.realign_in_stage) {
     realign_units_in_stage<K, UB, ES>(in, p, out);
+    return;
+  }
+  if (K <= 4 && p.one_row_per_warp) {  // one shift
+    with_shift<UB, ES>(in.shift, [&](auto s) { realign_units_shifted<K, UB, decltype(s)::value>(in, p, out); });
     return;
   }
 #pragma unroll
@@ -399,6 +470,40 @@ __device__ __forceinline__ void store_chunks_in_stage(char* row, int cols, int s
   }
 }
 
+// store_chunks of a misaligned row for a warp on one row of shift SH (known at compile time).
+// The owner of chunk L writes physical unit L + 1 (its chunk's tail and the head of its right
+// neighbour's, the first ceil((UB - SH) / 4) words of it) whole where the unit lies inside the
+// row, else the bytes that do; the unit after the warp's last chunk only up to SH (the rest is
+// the next warp's first chunk), and lane 0 the head of the warp's first chunk.
+template <int K, int ES, int UB, int SH>
+__device__ __forceinline__ void store_chunks_shifted(char* row, int cols, const Place& p, const Words (&c)[K]) {
+  constexpr int NW = (UB - SH + 3) / 4;
+  char* base = row - SH;
+  const int end = SH + cols * ES;  // the row's end, in bytes from base
+  const int last = p.first + 32 * K;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    Words provided = {{0, 0, 0, 0}};
+#pragma unroll
+    for (int i = 0; i < NW; ++i) provided.w[i] = p.lane == 0 ? (k + 1 < K ? c[k + 1].w[i] : 0u) : c[k].w[i];
+    const Words u = window_at<UB, UB - SH>(c[k], from_right<NW>(provided, p));
+    const int U = p.chunk(k) + 1;
+    const int hi = min(U == last ? SH : UB, end - UB * U);
+    if (hi == UB) {
+      store_piece<UB>(base + UB * U, 0, u);
+    } else if (hi > 0) {
+      store_chunk_elements<ES, UB>(base + UB * U, 0, u, hi / ES, 0, UB / ES);
+    }
+  }
+  if (p.lane == 0) {
+    const int hi = min(UB, end - UB * p.first);
+    if (hi > SH) {
+      const Words head = window_at<UB, UB - SH>(Words{{0, 0, 0, 0}}, c[0]);
+      store_chunk_elements<ES, UB>(base + UB * p.first, 0, head, hi / ES, SH / ES, UB / ES);
+    }
+  }
+}
+
 // Writes the thread's K logical chunks (UB bytes each: 16, or 8 for an f32 row stored as
 // 16-bit; c[k] for chunk p.chunk(k)) to a row of ES-byte elements, for any alignment of the
 // row. Every lane of the warp calls this together.
@@ -427,6 +532,10 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
         store_chunk_elements<ES, UB>(row, L, c[k], cols, 0, kElems);
       }
     }
+    return;
+  }
+  if (K <= 4 && p.one_row_per_warp) {  // one shift (live in every lane, or in none)
+    with_shift<UB, ES>(sh, [&](auto s) { store_chunks_shifted<K, ES, UB, decltype(s)::value>(row, cols, p, c); });
     return;
   }
   char* base = row - sh;
