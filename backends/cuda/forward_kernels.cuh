@@ -273,6 +273,14 @@ constexpr bool kIssueBeforeBits = kOp == Forward::Dropout && !kGeneric<T> && Ele
 template <class T, Forward kOp>
 constexpr bool kForwardRealignInStage = kOp == Forward::Dropout && kRealignInStage16<T>;
 
+// Whether a forward block kernel realigns misaligned rows with the paths of a shift known at
+// compile time (Place::one_row_per_warp): all but the 16-bit x -> f32 y kernels of up to four
+// chunks, which those paths took from 56 to 61-64 registers (ptxas), one block an SM fewer: on
+// the H200 bf16 -> f32 rows of 2K columns ran 3% slower, 3K 8%. Their eight-chunk kernels, at
+// 64 registers either way, write misaligned rows so 10% faster (4097 columns).
+template <class T, int K>
+constexpr bool kForwardOneShift = !kNarrow<T> || K > 4;
+
 // Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
 // whose output has the input's type. The launcher runs it for segments of one or two lanes whose
 // rows start and end on 16-byte boundaries (staged_rows).
@@ -291,7 +299,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   using Part = Weighted<A, 1>;
   using Held = HeldRow<T, A, K, V, kForwardPacked<T, A, kBlock, K>, kPieces, kBlock>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
-  RowWalk<K, R, kBlock, kBlock && kForwardRealignInStage<T, kOp>> walk(shape);
+  RowWalk<K, R, kBlock, kBlock && kForwardRealignInStage<T, kOp>, kBlock && kForwardOneShift<T, K>> walk(shape);
   if constexpr (kBlock && kOp != Forward::FromStats) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;

@@ -43,11 +43,13 @@ struct RowShape {
 template <class T>
 constexpr bool kRealignInStage16 = !kGeneric<T> && Elem<T>::kBytes == 2;
 
-// The rows of one iteration and this thread's place in them; kRealignInStage (block mode only):
-// Place::realign_in_stage, and the launch provides the warps' stages (launch_register).
-template <int K, int R, bool kBlock, bool kRealignInStage = false>
+// The rows of one iteration and this thread's place in them. Block mode only: kRealignInStage,
+// Place::realign_in_stage, and the launch provides the warps' stages (launch_register);
+// kOneShift, Place::one_row_per_warp (the realigning paths of a shift known at compile time).
+template <int K, int R, bool kBlock, bool kRealignInStage = false, bool kOneShift = kBlock>
 struct RowWalk {
   static_assert(!kRealignInStage || kBlock, "only block mode realigns through the warps' stages");
+  static_assert(!kOneShift || kBlock, "only block mode has one row per warp");
   Place place;
   int64_t base;  // first row of the current iteration's group
   int in_group;  // offset of this thread's first row in the group
@@ -70,7 +72,7 @@ struct RowWalk {
       rank = int(blockIdx.x & unsigned(s.cluster - 1));
       const int warps = int(blockDim.x >> 5);
       const int segment = rank * warps + int(threadIdx.x >> 5);
-      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32, kRealignInStage, true};
+      place = Place{int(threadIdx.x) & 31, 32, segment * K * 32, kRealignInStage, kOneShift};
       base = int64_t(blockIdx.x >> s.cluster_shift) * R;
       in_group = 0;
       step = 1;

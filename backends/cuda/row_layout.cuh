@@ -534,7 +534,7 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
     }
     return;
   }
-  if (K <= 4 && p.one_row_per_warp) {  // one shift (live in every lane, or in none)
+  if ((K <= 4 || UB == 16) && p.one_row_per_warp) {  // one shift (live in every lane, or in none)
     with_shift<UB, ES>(sh, [&](auto s) { store_chunks_shifted<K, ES, UB, decltype(s)::value>(row, cols, p, c); });
     return;
   }
