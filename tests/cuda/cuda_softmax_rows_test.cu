@@ -167,6 +167,22 @@ TEST(CudaRowsStrategies, LoopingGridOfLongRows) {
   }
 }
 
+// A block's warps each hold one row, so a misaligned row moves with its shift known at compile
+// time, one code path per shift. Rows one element past a multiple of the vector width start at
+// every shift in turn (2 bytes apart for 16-bit rows, 4 for f32), from blocks of a few chunks a
+// thread to the eight-chunk kernels; x one element off makes the array's first and last rows
+// stick out of whole vectors (the loads that test each unit).
+TEST(CudaRowsAlignment, EveryShiftOfBlockRows) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
+    for (size_t cols : {size_t{1025}, size_t{2049}, size_t{4097}, size_t{8193}, size_t{32001}}) {
+      run_case({t, 17, cols, false});
+      run_case({t, 17, cols, true, 1});
+      run_case({t, 9, cols, false, 3});
+    }
+  }
+}
+
 TEST(CudaRowsInPlace, AllStrategies) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
