@@ -232,15 +232,17 @@ __device__ __forceinline__ void issue_units(const RowBytes& r, bool live, const 
   const char* base = r.row - sh;
   const int npv = live ? (r.bytes + sh + UB - 1) / UB : 0;  // physical units touching the row
   // Units stick out of the array only in its first and last rows: a warp on one row whose units
-  // all lie inside it loads them without a test per unit.
-  if (K <= 4 && p.one_row_per_warp && __all_sync(kFullMask, npv == 0 || (base >= r.begin && base + UB * npv <= r.end))) {
+  // all lie inside it loads them without a test per unit (not in the eight-chunk kernels, which
+  // spilled 8 bytes with it at their 64 registers).
+  const bool inside = npv == 0 || (base >= r.begin && base + UB * npv <= r.end);
+  if (K <= 4 && p.one_row_per_warp && __all_sync(kFullMask, inside)) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int P = p.chunk(k);
       out.unit[k] = P < npv ? load_unit<UB, ES>(base + UB * P, r, true) : Words{{0, 0, 0, 0}};
     }
     out.shift = sh;
-    out.misaligned = sh != 0;
+    out.misaligned = sh != 0;  // the same in every lane
     const int extra_p = p.first + K * 32;
     out.extra = (sh != 0 && p.lane == 0 && extra_p < npv) ? load_unit<UB, ES>(base + UB * extra_p, r, true)
                                                          : Words{{0, 0, 0, 0}};
@@ -355,7 +357,9 @@ __device__ __forceinline__ void realign_units_shifted(const LoadedUnits<K>& in, 
   for (int k = 0; k < K; ++k) {
     Words provided = {{0, 0, 0, 0}};
 #pragma unroll
-    for (int i = 0; i < NW; ++i) provided.w[i] = p.lane == 0 ? (k + 1 < K ? in.unit[k + 1] : in.extra).w[i] : in.unit[k].w[i];
+    for (int i = 0; i < NW; ++i) {
+      provided.w[i] = p.lane == 0 ? (k + 1 < K ? in.unit[k + 1] : in.extra).w[i] : in.unit[k].w[i];
+    }
     out[k] = window_at<UB, SH>(in.unit[k], from_right<NW>(provided, p));
   }
 }
@@ -373,7 +377,8 @@ __device__ __forceinline__ void realign_units(const LoadedUnits<K>& in, const Pl
     realign_units_in_stage<K, UB, ES>(in, p, out);
     return;
   }
-  if (K <= 4 && p.one_row_per_warp) {  // one shift
+  // One shift per warp; not in the eight-chunk kernels, which spilled 28-40 bytes with it.
+  if (K <= 4 && p.one_row_per_warp) {
     with_shift<UB, ES>(in.shift, [&](auto s) { realign_units_shifted<K, UB, decltype(s)::value>(in, p, out); });
     return;
   }
@@ -534,7 +539,9 @@ __device__ __forceinline__ void store_chunks(char* row, int cols, bool live, con
     }
     return;
   }
-  if ((K <= 4 || UB == 16) && p.one_row_per_warp) {  // one shift (live in every lane, or in none)
+  // One shift per warp (live in every lane, or in none); not in the eight-chunk kernels of f32
+  // rows stored as 16-bit, which spilled 24 bytes with it.
+  if ((K <= 4 || UB == 16) && p.one_row_per_warp) {
     with_shift<UB, ES>(sh, [&](auto s) { store_chunks_shifted<K, ES, UB, decltype(s)::value>(row, cols, p, c); });
     return;
   }
