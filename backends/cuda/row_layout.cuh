@@ -21,13 +21,15 @@
 // Vectors that stick out of the whole array (the first row's head, the last row's tail) are read
 // element by element, so nothing outside the caller's buffers is ever touched.
 //
-// In block mode every lane of a warp works on the same row, so the warp has one shift, and the
-// realigning can go through a small shared-memory stage per warp instead (warp_realign_stage;
-// kernels bound by their instruction count choose it, Place::realign_in_stage): a pass over
-// the warp's k-th chunks writes the 33 units it touches into the stage and reads back 32 chunks
-// at the row's shift (stores: the chunks written at the shift, 32 whole units read back). A
-// chunk then costs a vector store and a few word loads and funnel shifts, where the shuffles
-// took four shuffles and about twenty selects and shifts (and the stores as many again).
+// In block mode every lane of a warp works on the same row, so the warp has one shift. The
+// realigning loads and stores then branch on it once into code where it is a constant
+// (with_shift, window_at; Place::one_row_per_warp, for the kernels whose registers allow it):
+// a chunk takes the one to three shuffles of the words it needs and, for 16-bit rows on 2-byte
+// boundaries, four funnel shifts, where a shift known only at run time takes four shuffles and
+// about twenty selects and shifts each way. Or the realigning goes through a small shared-memory
+// stage per warp (warp_realign_stage; 16-bit dropout, Place::realign_in_stage): a pass over the
+// warp's k-th chunks writes the 33 units it touches into the stage and reads back 32 chunks at
+// the row's shift (stores: the chunks written at the shift, 32 whole units read back).
 //
 // Kernels bound by their instruction count (dropout into f32) may instead move each thread's
 // chunks itself in the widest aligned pieces the row allows (load_chunks_in_pieces,
