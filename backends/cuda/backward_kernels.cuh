@@ -69,16 +69,20 @@ __device__ __forceinline__ void backward_finish(const Held& y, const Held& dy, A
   }
 }
 
+// Whether a backward block kernel realigns misaligned rows with the paths of a shift known at
+// compile time (Place::one_row_per_warp): the f32 ones, at their 64 registers either way, gain
+// 2-6% on the H200; those paths took the 16-bit block kernels from 48 to 62 registers (ptxas),
+// 10 to 8 blocks an SM at 2K columns (bf16 2048 columns 9% slower, 2050 3%).
+template <class T>
+constexpr bool kBackwardOneShift = std::is_same_v<T, float>;
+
 template <class T, class Y, class A, Backward kOp, int K, int R, bool kBlock>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, 2 * held_registers<T, A, Elem<T>::kBytes == 2>(K * R))) register_rows_backward(BackwardArgs a,
                                                                                           RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Sums<A, 1>;
   __shared__ BlockScratch<Part, kBlock ? R : 1> scratch;
-  // The paths of a shift known at compile time took the 16-bit block kernels from 48 to 62
-  // registers (ptxas), 10 to 8 blocks an SM at 2K columns: bf16 2048 columns 9% slower on the
-  // H200, 2050 3% slower. The f32 kernels are at their 64 either way and gain 2-6%.
-  RowWalk<K, R, kBlock, false, kBlock && std::is_same_v<T, float>> walk(shape);
+  RowWalk<K, R, kBlock, false, kBlock && kBackwardOneShift<T>> walk(shape);
   if constexpr (kBlock && kOp != Backward::FromStats) cluster_exchange_setup(scratch);
   const int64_t rows = shape.rows;
   const int cols = shape.cols;
