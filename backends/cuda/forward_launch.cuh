@@ -123,12 +123,22 @@ constexpr SmallBlockClusters kForwardSmallBlocks =
     : kOp == Forward::Softmax && kNarrow<T>          ? SmallBlockClusters::MoreWarps
                                                      : SmallBlockClusters::None;
 
+// The most narrow blocks per SM at which a softmax family takes the wide block kernel on a tie in
+// resident warps (KernelFamily::wide_tie_blocks): f32 rows two, 16-bit rows three, 16-bit x with
+// f32 y four; the other families (measured where they hold the narrow kernel) never.
+template <class T, class Y, Forward kOp>
+constexpr int kForwardWideTieBlocks = kOp != Forward::Softmax  ? 0
+                                      : kNarrow<T>             ? 4
+                                      : !std::is_same_v<T, Y>  ? 0
+                                      : std::is_same_v<T, float> ? 2
+                                      : Elem<T>::kBytes == 2   ? 3
+                                                               : 0;
+
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
-  // 16-bit x with f32 y (Narrow) prefers the wide block at equal residency (KernelFamily::wide_on_tie).
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
                         kForwardSegmentChunks<T, kOp>, 8, kForwardSmallBlocks<T, kOp>,
-                        kOp == Forward::Softmax && kNarrow<T>>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+                        kForwardWideTieBlocks<T, Y, kOp>>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

@@ -370,19 +370,20 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
 }
 
 // Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
-// and cluster plans, K = max_chunks, wide_chunks or warp_chunks; wide_chunks only with
-// kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and kWideOnTie: see
-// kernel_family; kPacked16: wide_chunks and warp_chunks.
+// and cluster plans, K = max_chunks, wide_chunks, warp_chunks or trim_chunks; wide_chunks only
+// with kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and kWideTieBlocks: see
+// kernel_family; kPacked16: wide_chunks, warp_chunks and trim_chunks.
 template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, bool kPacked16, int kSegmentChunks,
-          int kMaxCluster, SmallBlockClusters kSmall, bool kWideOnTie, class L>
+          int kMaxCluster, SmallBlockClusters kSmall, int kWideTieBlocks, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
   constexpr int KWIDE = wide_chunks(kChunkElems, kArrays, kPacked16);
   constexpr int KWARP = warp_chunks(kChunkElems, kArrays, kPacked16);
+  constexpr int KTRIM = trim_chunks(kChunkElems, kArrays, kPacked16);
   Plan plan;
   if (Outcome o = make_plan(cols, kChunkElems,
                             kernel_family(kChunkElems, kArrays, kFull, kWideFirst, KWIDE, kSegmentChunks, kMaxCluster,
-                                          kSmall, kWideOnTie),
+                                          kSmall, kWideTieBlocks),
                             *env.limits, &plan);
       !o.good())
     return o;
@@ -393,6 +394,9 @@ Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
       if (plan.k == KWIDE) return l.template block<KWIDE>(plan);
       if constexpr (KWARP > 0) {
         if (plan.k == KWARP) return l.template block<KWARP>(plan);
+      }
+      if constexpr (KTRIM > 0) {
+        if (plan.k == KTRIM) return l.template block<KTRIM>(plan);
       }
       if constexpr (!kWideFirst && KWIDE != KMAX) {
         if (plan.k == KMAX) return l.template block<KMAX>(plan);

@@ -66,16 +66,24 @@ bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p)
 int resident_blocks(int threads) { return 1024 / threads; }
 int resident_warps(int threads) { return resident_blocks(threads) * threads / 32; }
 
+// The most narrow blocks per SM beside which block_plan takes a packed wide kernel (16-bit
+// softmax rows). On the H200 against the narrow blocks, three to an SM: bf16 8196 columns +5%,
+// 8200 +20%, 9216 +6%, 10240 (a tie, 30 warps either way) +3%; ten to an SM (sixteen packed
+// blocks of 64 threads), the second pass of exps cost more than the warps gained: 2050 columns
+// -48%, 2500 -29%, 3000 -16% (bench/RESULTS.md).
+constexpr int kPackedWideNarrowBlocks = 3;
+
 // One warp of warp_k chunks per thread for a row that it holds past one warp of block_k (bf16
 // rows of 1100 / 1200 / 1500 columns on the H200: 2.1 / 2.7 / 2.8 TB/s in two warps of four
-// chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of block_k chunks per thread, or of
-// wide_k when the row needs more or when the wide block keeps more warps resident per SM: a row
-// of 1025 chunks takes 288 threads of four chunks (three blocks, 27 warps per SM) or 160 of eight
-// (six blocks, 30 warps). Rows that fall just past a multiple of a warp's chunks ran 4-11% faster
-// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. A packed
-// wide kernel (KernelFamily::wide_packed) pays for its residency with a second pass of exps: on
-// the H200 it won where the narrow blocks fit two to an SM (bf16 11000-13000 columns, 6-16%) and
-// lost where they fit three or more (2050 columns 39%, 3000 11%, 8196 20%).
+// chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of block_k chunks per thread (of
+// trim_k where that holds the row in as many threads), or of wide_k when the row needs more or
+// when the wide block keeps more warps resident per SM: a row of 1025 chunks takes 288 threads of
+// four chunks (three blocks, 27 warps per SM) or 160 of eight (six blocks, 30 warps). Rows that
+// fall just past a multiple of a warp's chunks ran 4-11% faster so on the H200 (f32 4097-6000
+// columns), those that fill their warps alike either way. On a tie the wide block is taken where
+// the narrow ones fit at most KernelFamily::wide_tie_blocks to an SM. A packed wide kernel
+// (KernelFamily::wide_packed) pays for its residency with a second pass of exps: it is taken
+// only where the narrow blocks fit at most kPackedWideNarrowBlocks to an SM.
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
   if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) {
     *p = Plan{Strategy::Block, f.warp_k, 1, 32, 32, 1};
@@ -85,10 +93,12 @@ bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p)
   for (int k : {f.block_k, f.wide_k}) {
     const int64_t threads = round_up32(ceil_div(chunks, k));
     if (threads > max_threads) continue;
+    if (!found && f.trim_k > 0 && round_up32(ceil_div(chunks, f.trim_k)) == threads) k = f.trim_k;
     if (found) {  // the wide kernel against the narrow one
       const int wide = resident_warps(int(threads)), narrow = resident_warps(p->threads);
-      const bool more_warps = wide > narrow || (f.wide_on_tie && wide == narrow && threads >= 128);
-      if (!more_warps || (f.wide_packed && resident_blocks(p->threads) > 2)) continue;
+      const int narrow_blocks = resident_blocks(p->threads);
+      const bool takes_wide = wide > narrow || (wide == narrow && narrow_blocks <= f.wide_tie_blocks);
+      if (!takes_wide || (f.wide_packed && narrow_blocks > kPackedWideNarrowBlocks)) continue;
     }
     *p = Plan{Strategy::Block, k, 1, 32, int(threads), 1};
     found = true;
@@ -135,7 +145,7 @@ bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, 
 }  // namespace
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, bool wide_on_tie) {
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
@@ -153,8 +163,9 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.block_threads = arrays == 1 && (wide_first || wide_k > kmax) ? 512 : 1024;
   f.max_cluster = max_cluster;
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;
-  f.wide_on_tie = wide_on_tie;
+  f.wide_tie_blocks = wide_tie_blocks;
   f.warp_k = warp_chunks(chunk_elems, arrays, f.wide_packed);
+  f.trim_k = trim_chunks(chunk_elems, arrays, f.wide_packed);
   return f;
 }
 

@@ -69,6 +69,19 @@ constexpr int warp_chunks(int chunk_elems, int arrays, bool packed16) {
   return packed16 && chunk_elems == 8 && arrays == 1 ? 6 : 0;
 }
 
+// Chunks per thread of a block kernel for rows that would leave most of the last warp of a
+// block of max_chunks empty, in families whose wide kernel holds 16-bit rows packed (0: none).
+// A 16-bit row of 2049-2304 columns (257-288 chunks) takes three warps of four chunks, the third
+// holding at most 32 chunks but running every pass of the row's loads, realigning shuffles,
+// exps and stores; three warps of three chunks hold it in a quarter fewer passes, as one warp
+// of three holds a row of 513-768 columns. On the H200 (bf16 and f16, log-softmax and one
+// element off alike): 2050 columns +22-24%, 2200 +5%, 2304 +8%; 520 +16%, 640 +13-16%, 700 +8%,
+// 768 +21%. Only there do three chunks a thread hold a row in as many threads as four: 4100
+// columns in six 192-thread blocks of three, against six of 160, ran 9% slower.
+constexpr int trim_chunks(int chunk_elems, int arrays, bool packed16) {
+  return packed16 && chunk_elems == 8 && arrays == 1 ? 3 : 0;
+}
+
 // Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
 // (K * R = row_chunks), or one row when K alone reaches that.
 constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_chunks / k : 1; }
@@ -78,7 +91,8 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 // segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
 // largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
 // clusters (the same kernel where they are equal, and only the wide one in wide_first
-// families), and 16-bit softmax rows a one-warp block kernel of warp_chunks.
+// families), and 16-bit softmax rows a one-warp block kernel of warp_chunks and a block kernel
+// of trim_chunks.
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
@@ -119,17 +133,25 @@ struct KernelFamily {
   // 4-8% faster so than as split rows, 200003 columns one element off 15%, 16 rows of 128K 26%.
   int max_cluster;
   // The wide kernel holds 16-bit rows packed and takes their exps twice (16-bit softmax rows):
-  // block_plan takes it for residency only where the narrow blocks fit at most two to an SM.
+  // block_plan takes it only where the narrow blocks fit at most three to an SM.
   bool wide_packed;
   // block_plan takes the wide kernel where it keeps as many warps resident as the narrow one and
-  // its blocks have at least 128 threads (16-bit x with f32 y, whose chunks load 8 bytes of x: a
-  // wide thread keeps 64 bytes of loads in flight, as an f32 thread of the narrow kernel does).
-  // On the H200 bf16 x -> f32 y 4K columns 90% -> 95-97% of copy, 8K 88% -> 95%, one element off
-  // +17-19%; at 2K (64-thread wide blocks) within 1% (bench/RESULTS.md).
-  bool wide_on_tie;
+  // the narrow blocks fit at most wide_tie_blocks to an SM (0: never). On the H200 (bench/RESULTS.md):
+  //   f32 softmax rows, 2: two 512- or 448-thread blocks against four of 256 or 224, 8191
+  //     columns 92% -> 97% of copy, 7168 +4%, 8192 +0.4%; three 320-thread blocks against six of
+  //     160 (5120 columns) within 1%.
+  //   16-bit softmax rows, 3 (as kPackedWideNarrowBlocks): 10240 columns +3%.
+  //   16-bit x with f32 y, 4, whose chunks load 8 bytes of x: a wide thread keeps 64 bytes of
+  //     loads in flight, as an f32 thread of the narrow kernel does. 4K columns 90% -> 95-97% of
+  //     copy, 8K 88% -> 95%, one element off +17-19%; at 2K columns (eight narrow blocks of 128
+  //     threads against sixteen wide ones of 64) within 1%.
+  int wide_tie_blocks;
   // warp_chunks of the family: rows of (32 * block_k, 32 * warp_k] chunks run one 32-thread block
   // of warp_k chunks per thread (0: none).
   int warp_k;
+  // trim_chunks of the family: block_plan takes a block of trim_k chunks per thread instead of
+  // block_k where it holds the row in as many threads (0: none).
+  int trim_k;
 };
 
 // Which rows of a family run as clusters of small blocks (KernelFamily::cluster_block_threads),
@@ -163,9 +185,9 @@ enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
 // dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster. small: which rows run as
-// clusters of small blocks; wide_on_tie: KernelFamily::wide_on_tie.
+// clusters of small blocks; wide_tie_blocks: KernelFamily::wide_tie_blocks.
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, bool wide_on_tie);
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know

@@ -27,7 +27,7 @@ struct FamilyCase {
   int segment_chunks;
   int max_cluster;
   SmallBlockClusters small;
-  bool wide_on_tie;  // 16-bit x with f32 y
+  int wide_tie_blocks;  // KernelFamily::wide_tie_blocks
 };
 
 void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
@@ -35,18 +35,18 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, false},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, false},
-      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, true},
-      {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, false},
-      {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, false},
-      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, false},
-      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, false},
-      {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, false},
-      {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, false},
-      {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, false},
-      {"f32 dropout backward", 4, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, false},
-      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, false},
+      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, 2},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, 3},
+      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, 4},
+      {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0},
+      {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, 0},
+      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, 0},
+      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, 0},
+      {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, 0},
+      {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, 0},
+      {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, 0},
+      {"f32 dropout backward", 4, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0},
+      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0},
   };
   return f;
 }
@@ -54,7 +54,7 @@ const std::vector<FamilyCase>& families() {
 KernelFamily family_of(const FamilyCase& fc) {
   return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
                        wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster, fc.small,
-                       fc.wide_on_tie);
+                       fc.wide_tie_blocks);
 }
 
 DeviceLimits hopper() {
@@ -113,7 +113,8 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
       }
       case Strategy::Block:
       case Strategy::Cluster: {
-        if (p.k != f.block_k && p.k != f.wide_k && p.k != f.warp_k) bad = "no block kernel of that many chunks";
+        if (p.k != f.block_k && p.k != f.wide_k && p.k != f.warp_k && p.k != f.trim_k)
+          bad = "no block kernel of that many chunks";
         if (p.k == f.warp_k && p.threads != 32) bad = "the one-warp kernel in a larger block";
         if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
         if (p.threads < 32 || p.threads > f.block_threads || p.threads % 32 != 0) bad = "block threads";
@@ -139,11 +140,12 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
 // Warps an SM keeps of a 64-register block of `threads` threads (65536 registers).
 int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
 
-// Where both block kernels hold a row, the plan takes the one that keeps more warps resident
-// (on a tie the narrow one, but for 16-bit x with f32 y the wide one of 128 threads or more):
-// rows just past a multiple of a warp's chunks (4097 f32 columns: 1025 chunks) would otherwise
-// run a nearly empty last warp in fewer blocks per SM. A packed wide kernel (16-bit softmax rows)
-// is taken so only where the narrow blocks fit at most two to an SM.
+// Where both block kernels hold a row (the narrow one trimmed to trim_k chunks a thread where
+// that holds the row in as many threads), the plan takes the one that keeps more warps resident
+// (on a tie the narrow one, but the wide one where the narrow blocks fit at most the family's
+// wide_tie_blocks to an SM): rows just past a multiple of a warp's chunks (4097 f32 columns: 1025
+// chunks) would otherwise run a nearly empty last warp in fewer blocks per SM. A packed wide
+// kernel (16-bit softmax rows) is taken so only where the narrow blocks fit at most three to an SM.
 TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
@@ -156,15 +158,18 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
     if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) continue;  // one warp, below
     const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
+    int narrow_k = f.block_k;
+    if (f.trim_k > 0 && ceil_div(ceil_div(chunks, f.trim_k), 32) * 32 == narrow_threads) narrow_k = f.trim_k;
     const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
     const bool packed_wide = fc.packed16 && fc.chunk_elems == 8 && f.wide_k != f.block_k;
     EXPECT_EQ(f.wide_packed, packed_wide) << fc.name;
-    int want = f.block_k;
+    int want = narrow_k;
     const int wide_warps = warps_per_sm(int(wide_threads)), narrow_warps = warps_per_sm(int(narrow_threads));
-    const bool more_warps =
-        wide_warps > narrow_warps || (fc.wide_on_tie && wide_warps == narrow_warps && wide_threads >= 128);
-    EXPECT_EQ(f.wide_on_tie, fc.wide_on_tie) << fc.name;
-    if (narrow_threads > f.block_threads || (more_warps && (!packed_wide || 1024 / narrow_threads <= 2)))
+    const int64_t narrow_blocks = 1024 / narrow_threads;
+    const bool takes_wide =
+        wide_warps > narrow_warps || (wide_warps == narrow_warps && narrow_blocks <= fc.wide_tie_blocks);
+    EXPECT_EQ(f.wide_tie_blocks, fc.wide_tie_blocks) << fc.name;
+    if (narrow_threads > f.block_threads || (takes_wide && (!packed_wide || narrow_blocks <= 3)))
       want = f.wide_k;
     wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
     if (p.k != want && ++failures <= 10) {
@@ -347,21 +352,27 @@ TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
   EXPECT_EQ(warp_rows, f.warp_k > 0 ? 32 * int64_t(f.warp_k - f.block_k) * fc.chunk_elems : 0) << fc.name;
 }
 
-// An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency;
-// 16-bit rows of 1100 or 1536 columns one warp of six chunks, of 1537 two warps of four, of 2050
-// or 8196 columns the narrow kernel (ten or three blocks to an SM), of 12000 the packed wide one
-// (five blocks of 192 threads against two of 384), of 16392 the wide one because the narrow
-// blocks cannot hold it. bf16 x with f32 y takes the wide kernel at 4096 and 8192 columns (as many
-// warps per SM, blocks of 128 and 256 threads) and the narrow one at 2048 (wide blocks of 64
-// threads) and 3072 (192 threads, five blocks to an SM, against 96).
+// An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency, of
+// 8192 its 256 threads (a tie with 512 threads of four chunks, two blocks to an SM), of 5120 the
+// narrow kernel's 320 (a tie with 160, three blocks to an SM). 16-bit rows of 640 columns take
+// one warp of three chunks, of 1100 or 1536 one warp of six, of 1537 two warps of four, of 2050
+// three warps of three, of 4104 five warps of four (six of three would hold fewer chunks in more
+// threads), of 8192 the narrow kernel (a tie, four blocks to an SM), of 8196 (three narrow blocks
+// to an SM against six) and 12000 (five blocks of 192 threads against two of 384) the packed wide
+// one, of 16392 the wide one because the narrow blocks cannot hold it. bf16 x with f32 y takes
+// the wide kernel at 4096 and 8192 columns (as many warps per SM, blocks of 128 and 256 threads)
+// and the narrow one at 2048 (wide blocks of 64 threads) and 3072 (192 threads, five blocks to an
+// SM, against 96).
 TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   const struct {
     int family;  // index in families()
     int64_t cols;
     int k, threads;
-  } cases[] = {{0, 4097, 8, 160}, {1, 1100, 6, 32}, {1, 1536, 6, 32}, {1, 1537, 4, 64},
-               {1, 2050, 4, 96},  {1, 8196, 4, 288}, {1, 12000, 8, 192}, {1, 16392, 8, 288},
-               {2, 2048, 4, 128}, {2, 3072, 4, 192}, {2, 4096, 8, 128}, {2, 8192, 8, 256}};
+  } cases[] = {{0, 4097, 8, 160},  {0, 8192, 8, 256},  {0, 5120, 4, 320}, {1, 640, 3, 32},
+               {1, 1100, 6, 32},   {1, 1536, 6, 32},   {1, 1537, 4, 64},  {1, 2050, 3, 96},
+               {1, 4104, 4, 160},  {1, 8192, 4, 256},  {1, 8196, 8, 160}, {1, 12000, 8, 192},
+               {1, 16392, 8, 288}, {2, 2048, 4, 128},  {2, 3072, 4, 192}, {2, 4096, 8, 128},
+               {2, 8192, 8, 256}};
   for (const auto& c : cases) {
     const FamilyCase& fc = families()[size_t(c.family)];
     Plan p;
@@ -370,6 +381,27 @@ TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
     EXPECT_EQ(p.k, c.k) << fc.name << ", " << c.cols;
     EXPECT_EQ(p.threads, c.threads) << fc.name << ", " << c.cols;
   }
+}
+
+// 16-bit softmax rows of 513-768 and 2049-2304 columns (65-96 and 257-288 chunks), and only
+// those, take one or three warps of trim_chunks (three) chunks a thread instead of as many warps
+// of four; other families have no trimmed kernel.
+TEST_P(DefaultPlan, TrimmedBlockForRowsThatLeaveTheLastWarpEmpty) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = family_of(fc);
+  EXPECT_EQ(f.trim_k, trim_chunks(fc.chunk_elems, fc.arrays, fc.packed16));
+  EXPECT_EQ(f.trim_k, fc.packed16 && fc.chunk_elems == 8 && fc.arrays == 1 ? 3 : 0) << fc.name;
+  int64_t trimmed = 0;
+  for (int64_t cols = 1; cols <= 70000; ++cols) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    const bool trim = p.strategy == Strategy::Block && f.trim_k > 0 && p.k == f.trim_k;
+    trimmed += trim;
+    const bool one_warp = cols > 512 && cols <= 768, three_warps = cols > 2048 && cols <= 2304;
+    if (f.trim_k > 0) EXPECT_EQ(trim, one_warp || three_warps) << fc.name << ", " << cols;
+    if (trim) EXPECT_EQ(p.threads, one_warp ? 32 : 96) << fc.name << ", " << cols;
+  }
+  EXPECT_EQ(trimmed, f.trim_k > 0 ? 512 : 0) << fc.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
