@@ -75,15 +75,15 @@ constexpr int kPackedWideNarrowBlocks = 3;
 
 // One warp of warp_k chunks per thread for a row that it holds past one warp of block_k (bf16
 // rows of 1100 / 1200 / 1500 columns on the H200: 2.1 / 2.7 / 2.8 TB/s in two warps of four
-// chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of block_k chunks per thread (of
-// trim_k where that holds the row in as many threads), or of wide_k when the row needs more or
-// when the wide block keeps more warps resident per SM: a row of 1025 chunks takes 288 threads of
-// four chunks (three blocks, 27 warps per SM) or 160 of eight (six blocks, 30 warps). Rows that
-// fall just past a multiple of a warp's chunks ran 4-11% faster so on the H200 (f32 4097-6000
-// columns), those that fill their warps alike either way. On a tie the wide block is taken where
-// the narrow ones fit at most KernelFamily::wide_tie_blocks to an SM. A packed wide kernel
-// (KernelFamily::wide_packed) pays for its residency with a second pass of exps: it is taken
-// only where the narrow blocks fit at most kPackedWideNarrowBlocks to an SM.
+// chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of trim_k chunks per thread where
+// that holds the row in as many threads as block_k (KernelFamily::trim_k), or of block_k, or of
+// wide_k when the row needs more or when the wide block keeps more warps resident per SM: a row
+// of 1025 chunks takes 288 threads of four chunks (three blocks, 27 warps per SM) or 160 of eight
+// (six blocks, 30 warps). Rows that fall just past a multiple of a warp's chunks ran 4-11% faster
+// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. On a tie
+// the wide block is taken where the narrow ones fit at most KernelFamily::wide_tie_blocks to an
+// SM. A packed wide kernel (KernelFamily::wide_packed) pays for its residency with a second pass
+// of exps: it is taken only where the narrow blocks fit at most kPackedWideNarrowBlocks to an SM.
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
   if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) {
     *p = Plan{Strategy::Block, f.warp_k, 1, 32, 32, 1};
@@ -94,6 +94,7 @@ bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p)
     const int64_t threads = round_up32(ceil_div(chunks, k));
     if (threads > max_threads) continue;
     if (!found && f.trim_k > 0 && round_up32(ceil_div(chunks, f.trim_k)) == threads) k = f.trim_k;
+    if (found && p->k == f.trim_k) break;
     if (found) {  // the wide kernel against the narrow one
       const int wide = resident_warps(int(threads)), narrow = resident_warps(p->threads);
       const int narrow_blocks = resident_blocks(p->threads);
@@ -145,7 +146,7 @@ bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, 
 }  // namespace
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks) {
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
@@ -165,7 +166,7 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
   f.wide_packed = chunk_elems == 8 && arrays == 1 && wide_k > kmax;
   f.wide_tie_blocks = wide_tie_blocks;
   f.warp_k = warp_chunks(chunk_elems, arrays, f.wide_packed);
-  f.trim_k = trim_chunks(chunk_elems, arrays, f.wide_packed);
+  f.trim_k = trim_k;
   return f;
 }
 

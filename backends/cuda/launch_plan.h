@@ -70,16 +70,20 @@ constexpr int warp_chunks(int chunk_elems, int arrays, bool packed16) {
 }
 
 // Chunks per thread of a block kernel for rows that would leave most of the last warp of a
-// block of max_chunks empty, in families whose wide kernel holds 16-bit rows packed (0: none).
-// A 16-bit row of 2049-2304 columns (257-288 chunks) takes three warps of four chunks, the third
-// holding at most 32 chunks but running every pass of the row's loads, realigning shuffles,
-// exps and stores; three warps of three chunks hold it in a quarter fewer passes, as one warp
-// of three holds a row of 513-768 columns. On the H200 (bf16 and f16, log-softmax and one
-// element off alike): 2050 columns +22-24%, 2200 +5%, 2304 +8%; 520 +16%, 640 +13-16%, 700 +8%,
-// 768 +21%. Only there do three chunks a thread hold a row in as many threads as four: 4100
-// columns in six 192-thread blocks of three, against six of 160, ran 9% slower.
-constexpr int trim_chunks(int chunk_elems, int arrays, bool packed16) {
-  return packed16 && chunk_elems == 8 && arrays == 1 ? 3 : 0;
+// block of max_chunks empty, in the softmax_rows families of f32 and 16-bit rows and of 16-bit
+// x with f32 y (softmax_rows, 0: none). A 16-bit row of 2049-2304 columns (257-288 chunks)
+// takes three warps of four chunks, the third holding at most 32 chunks but running every pass
+// of the row's loads, realigning shuffles, exps and stores; three warps of three chunks hold it
+// in a quarter fewer passes. Only where three chunks a thread hold a row in as many threads as
+// four (16-bit rows of 513-768 and 2049-2304 columns, f32 chunks 513-768 and 1025-1152) does
+// block_plan take them, and it keeps them against the wide kernel. On the H200 (log-softmax and
+// one element off alike): bf16 and f16 2050 columns +22-24%, 2200 +5%, 2304 +8%, 520-768
+// +8-22%; f32 520 +15%, 640 +4%, 768 +2%, 1025 +22% (from a wide block of 64 threads, its second
+// warp holding one chunk: 76% -> 92% of copy); bf16 x with f32 y 520-768 +7-21%, 1025-1152
+// +12-18%. 16-bit rows of 4100 columns in six 192-thread blocks of three, against six of 160 of
+// four, ran 9% slower.
+constexpr int trim_chunks(int chunk_elems, int arrays, bool softmax_rows) {
+  return softmax_rows && arrays == 1 && (chunk_elems == 4 || chunk_elems == 8) ? 3 : 0;
 }
 
 // Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
@@ -91,8 +95,8 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 // segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
 // largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
 // clusters (the same kernel where they are equal, and only the wide one in wide_first
-// families), and 16-bit softmax rows a one-warp block kernel of warp_chunks and a block kernel
-// of trim_chunks.
+// families), 16-bit softmax rows a one-warp block kernel of warp_chunks, and softmax rows of
+// full families a block kernel of trim_chunks.
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
@@ -150,7 +154,8 @@ struct KernelFamily {
   // of warp_k chunks per thread (0: none).
   int warp_k;
   // trim_chunks of the family: block_plan takes a block of trim_k chunks per thread instead of
-  // block_k where it holds the row in as many threads (0: none).
+  // block_k, and instead of the wide kernel, where it holds the row in as many threads as
+  // block_k (0: none).
   int trim_k;
 };
 
@@ -185,9 +190,10 @@ enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 // softmax rows keep max_chunks: wide, they ran 0-7% slower at 4K-8K columns.
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
 // dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster. small: which rows run as
-// clusters of small blocks; wide_tie_blocks: KernelFamily::wide_tie_blocks.
+// clusters of small blocks; wide_tie_blocks: KernelFamily::wide_tie_blocks; trim_k:
+// KernelFamily::trim_k.
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks);
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k);
 
 // Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
 // up to 8 blocks); split holds any row. The test suites that force a strategy read it to know

@@ -106,15 +106,16 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
 }
 
 // Shapes that land on each branch of the launcher's table: warp groups of every width,
-// one block per row (16-bit rows of 1200 columns: one warp of six chunks; of 640 and 2304: warps
-// of three chunks), clusters of 2/4/8, split rows for few rows, for long rows, and in several
+// one block per row (16-bit rows of 1200 columns: one warp of six chunks; 640, 1100 and 2304
+// columns: warps of three chunks, f32 or 16-bit), clusters of 2/4/8, split rows for few rows, for long rows, and in several
 // L2-sized waves.
 TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {
-      {4097, 4},      {1001, 8},    {517, 64},    {301, 256},   {77, 640},     {33, 1024},  {67, 1200},
-      {131, 2048},    {43, 2304},   {29, 8192},   {201, 8193},  {67, 16384},   {101, 32768}, {41, 65536},
-      {5, 20000},     {2, 40000},   {3, 131072},  {1, 1 << 20}, {40, 200003},  {24, 262144}, {7, 16385}};
+      {4097, 4},   {1001, 8},   {517, 64},   {301, 256},    {77, 640},    {33, 1024},   {53, 1100},
+      {67, 1200},  {131, 2048}, {43, 2304},  {29, 8192},    {201, 8193},  {67, 16384},  {101, 32768},
+      {41, 65536}, {5, 20000},  {2, 40000},  {3, 131072},   {1, 1 << 20}, {40, 200003}, {24, 262144},
+      {7, 16385}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16}) {
     for (auto [rows, cols] : shapes) {
       run_case({t, rows, cols, false});

@@ -23,7 +23,7 @@ struct FamilyCase {
   int arrays;
   bool full;
   bool wide_first;
-  bool packed16;  // 16-bit softmax rows: a wide block kernel that holds them packed
+  bool packed16;  // softmax rows: 16-bit ones in a wide block kernel that holds them packed
   int segment_chunks;
   int max_cluster;
   SmallBlockClusters small;
@@ -54,7 +54,7 @@ const std::vector<FamilyCase>& families() {
 KernelFamily family_of(const FamilyCase& fc) {
   return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
                        wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster, fc.small,
-                       fc.wide_tie_blocks);
+                       fc.wide_tie_blocks, trim_chunks(fc.chunk_elems, fc.arrays, fc.packed16 && fc.full));
 }
 
 DeviceLimits hopper() {
@@ -140,8 +140,8 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
 // Warps an SM keeps of a 64-register block of `threads` threads (65536 registers).
 int warps_per_sm(int threads) { return 65536 / (64 * threads) * threads / 32; }
 
-// Where both block kernels hold a row (the narrow one trimmed to trim_k chunks a thread where
-// that holds the row in as many threads), the plan takes the one that keeps more warps resident
+// Where both block kernels hold a row, the plan takes the narrow one trimmed to trim_k chunks a
+// thread where that holds the row in as many threads, else the one that keeps more warps resident
 // (on a tie the narrow one, but the wide one where the narrow blocks fit at most the family's
 // wide_tie_blocks to an SM): rows just past a multiple of a warp's chunks (4097 f32 columns: 1025
 // chunks) would otherwise run a nearly empty last warp in fewer blocks per SM. A packed wide
@@ -159,7 +159,8 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) continue;  // one warp, below
     const int64_t narrow_threads = ceil_div(ceil_div(chunks, f.block_k), 32) * 32;
     int narrow_k = f.block_k;
-    if (f.trim_k > 0 && ceil_div(ceil_div(chunks, f.trim_k), 32) * 32 == narrow_threads) narrow_k = f.trim_k;
+    const bool trimmed = f.trim_k > 0 && ceil_div(ceil_div(chunks, f.trim_k), 32) * 32 == narrow_threads;
+    if (trimmed) narrow_k = f.trim_k;
     const int64_t wide_threads = ceil_div(ceil_div(chunks, f.wide_k), 32) * 32;
     const bool packed_wide = fc.packed16 && fc.chunk_elems == 8 && f.wide_k != f.block_k;
     EXPECT_EQ(f.wide_packed, packed_wide) << fc.name;
@@ -169,7 +170,7 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
     const bool takes_wide =
         wide_warps > narrow_warps || (wide_warps == narrow_warps && narrow_blocks <= fc.wide_tie_blocks);
     EXPECT_EQ(f.wide_tie_blocks, fc.wide_tie_blocks) << fc.name;
-    if (narrow_threads > f.block_threads || (takes_wide && (!packed_wide || narrow_blocks <= 3)))
+    if (narrow_threads > f.block_threads || (!trimmed && takes_wide && (!packed_wide || narrow_blocks <= 3)))
       want = f.wide_k;
     wide_chosen += p.k == f.wide_k && f.wide_k != f.block_k;
     if (p.k != want && ++failures <= 10) {
@@ -353,26 +354,27 @@ TEST_P(DefaultPlan, OneWarpKernelForRowsJustPastOneWarp) {
 }
 
 // An f32 row of 4097 columns (1025 chunks) takes the wide kernel's 160 threads for residency, of
-// 8192 its 256 threads (a tie with 512 threads of four chunks, two blocks to an SM), of 5120 the
+// 1025 three warps of three chunks (the wide kernel's 64 threads would keep more warps), of 8192
+// its 256 threads (a tie with 512 threads of four chunks, two blocks to an SM), of 5120 the
 // narrow kernel's 320 (a tie with 160, three blocks to an SM). 16-bit rows of 640 columns take
 // one warp of three chunks, of 1100 or 1536 one warp of six, of 1537 two warps of four, of 2050
 // three warps of three, of 4104 five warps of four (six of three would hold fewer chunks in more
 // threads), of 8192 the narrow kernel (a tie, four blocks to an SM), of 8196 (three narrow blocks
 // to an SM against six) and 12000 (five blocks of 192 threads against two of 384) the packed wide
 // one, of 16392 the wide one because the narrow blocks cannot hold it. bf16 x with f32 y takes
-// the wide kernel at 4096 and 8192 columns (as many warps per SM, blocks of 128 and 256 threads)
-// and the narrow one at 2048 (wide blocks of 64 threads) and 3072 (192 threads, five blocks to an
-// SM, against 96).
+// three warps of three chunks at 1100 columns, the wide kernel at 4096 and 8192 (as many warps
+// per SM, blocks of 128 and 256 threads) and the narrow one at 2048 (wide blocks of 64 threads)
+// and 3072 (192 threads, five blocks to an SM, against 96).
 TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   const struct {
     int family;  // index in families()
     int64_t cols;
     int k, threads;
-  } cases[] = {{0, 4097, 8, 160},  {0, 8192, 8, 256},  {0, 5120, 4, 320}, {1, 640, 3, 32},
-               {1, 1100, 6, 32},   {1, 1536, 6, 32},   {1, 1537, 4, 64},  {1, 2050, 3, 96},
-               {1, 4104, 4, 160},  {1, 8192, 4, 256},  {1, 8196, 8, 160}, {1, 12000, 8, 192},
-               {1, 16392, 8, 288}, {2, 2048, 4, 128},  {2, 3072, 4, 192}, {2, 4096, 8, 128},
-               {2, 8192, 8, 256}};
+  } cases[] = {{0, 4097, 8, 160}, {0, 1025, 3, 96},   {0, 8192, 8, 256},  {0, 5120, 4, 320},
+               {1, 640, 3, 32},   {1, 1100, 6, 32},   {1, 1536, 6, 32},   {1, 1537, 4, 64},
+               {1, 2050, 3, 96},  {1, 4104, 4, 160},  {1, 8192, 4, 256},  {1, 8196, 8, 160},
+               {1, 12000, 8, 192}, {1, 16392, 8, 288}, {2, 1100, 3, 96},  {2, 2048, 4, 128},
+               {2, 3072, 4, 192}, {2, 4096, 8, 128},  {2, 8192, 8, 256}};
   for (const auto& c : cases) {
     const FamilyCase& fc = families()[size_t(c.family)];
     Plan p;
@@ -383,25 +385,27 @@ TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   }
 }
 
-// 16-bit softmax rows of 513-768 and 2049-2304 columns (65-96 and 257-288 chunks), and only
-// those, take one or three warps of trim_chunks (three) chunks a thread instead of as many warps
-// of four; other families have no trimmed kernel.
+// Softmax rows of the full families take one to three warps of trim_chunks (three) chunks a
+// thread instead of as many warps of four, and only there: 16-bit rows of 513-768 and 2049-2304
+// columns (65-96 and 257-288 chunks), f32 chunks of 513-768 and 1025-1152 columns (129-192 and
+// 257-288 chunks). Other families have no trimmed kernel.
 TEST_P(DefaultPlan, TrimmedBlockForRowsThatLeaveTheLastWarpEmpty) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
-  EXPECT_EQ(f.trim_k, trim_chunks(fc.chunk_elems, fc.arrays, fc.packed16));
-  EXPECT_EQ(f.trim_k, fc.packed16 && fc.chunk_elems == 8 && fc.arrays == 1 ? 3 : 0) << fc.name;
+  const bool has_trim = fc.packed16 && fc.full && fc.arrays == 1 && (fc.chunk_elems == 4 || fc.chunk_elems == 8);
+  EXPECT_EQ(f.trim_k, has_trim ? 3 : 0) << fc.name;
   int64_t trimmed = 0;
   for (int64_t cols = 1; cols <= 70000; ++cols) {
     Plan p;
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
     const bool trim = p.strategy == Strategy::Block && f.trim_k > 0 && p.k == f.trim_k;
     trimmed += trim;
-    const bool one_warp = cols > 512 && cols <= 768, three_warps = cols > 2048 && cols <= 2304;
-    if (f.trim_k > 0) EXPECT_EQ(trim, one_warp || three_warps) << fc.name << ", " << cols;
-    if (trim) EXPECT_EQ(p.threads, one_warp ? 32 : 96) << fc.name << ", " << cols;
+    const bool first = cols > 512 && cols <= 768;
+    const bool second = fc.chunk_elems == 8 ? cols > 2048 && cols <= 2304 : cols > 1024 && cols <= 1152;
+    if (has_trim) EXPECT_EQ(trim, first || second) << fc.name << ", " << cols;
+    if (trim) EXPECT_EQ(p.threads, second ? 96 : fc.chunk_elems == 8 ? 32 : 64) << fc.name << ", " << cols;
   }
-  EXPECT_EQ(trimmed, f.trim_k > 0 ? 512 : 0) << fc.name;
+  EXPECT_EQ(trimmed, !has_trim ? 0 : fc.chunk_elems == 8 ? 512 : 384) << fc.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
