@@ -99,13 +99,34 @@ __device__ __forceinline__ uint32_t keep4(const DropoutKeys& d, uint64_t g) {
   return (d.offset & 3u) == 0 ? keep4_at<false>(d, g) : keep4_at<true>(d, g);
 }
 
+// The bits of the groups that start inside C consecutive chunks of a round (chunk c's V / 4
+// groups from g + c * step), chunk c at bit c * V; chunks from `left` columns on get zero bits,
+// and a round wholly past the row evaluates nothing.
+template <int C, int V, bool kStraddle>
+__device__ __forceinline__ uint32_t round_bits(const DropoutKeys& d, uint64_t g, uint64_t step, int left,
+                                               int col_step) {
+  constexpr int kGroups = V / 4;  // per chunk
+  uint32_t own = 0;
+  if (left > 0) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      uint32_t chunk = 0;
+#pragma unroll
+      for (int i = 0; i < kGroups; ++i) chunk |= keep4_at<kStraddle>(d, g + uint64_t(c) * step + i) << (4 * i);
+      own |= (left > c * col_step ? chunk : 0u) << (c * V);
+    }
+  }
+  return own;
+}
+
 // The bits of the groups g, g + 1, ... that start inside each of a thread's K chunks of V
 // elements, chunk k's V / 4 groups from g + k * step, packed at bit k * V. `left` counts the
 // row's columns from the thread's first chunk on; chunks past the row get zero bits, and a round
 // wholly past it evaluates nothing. Each round of the loop evaluates four Philox blocks side by
 // side (four groups, or two that straddle two blocks each): enough independent work to hide the
 // rounds' latency, few enough registers (unrolled all the way, the compiler interleaves every
-// evaluation of the thread and runs out of them).
+// evaluation of the thread and runs out of them). A K that is not a multiple of a round's chunks
+// ends with a shorter round.
 template <int K, int V, bool kStraddle>
 __device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g, uint64_t step, int left,
                                                int col_step) {
@@ -113,21 +134,13 @@ __device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g,
   constexpr int kRound = kStraddle ? 2 : 4;          // groups per round (a straddling group: two blocks)
   constexpr int kFit = kGroups >= kRound ? 1 : kRound / kGroups;  // chunks whose groups fill a round
   constexpr int kChunks = kFit < K ? kFit : K;                     // per round
-  static_assert(K % kChunks == 0, "whole rounds");
+  constexpr int kTail = K % kChunks;                               // chunks of the last, shorter round
+  constexpr int kWhole = K - kTail;                                // chunks of whole rounds
   uint32_t packed = 0;
+  // The rounds' bits enter at the top and move down: chunk k ends at bit k * V.
 #pragma unroll 1
-  for (int k = 0; k < K; k += kChunks) {
-    uint32_t own = 0;  // the round's chunks, chunk c at bit c * V
-    if (left > 0) {
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        uint32_t chunk = 0;
-#pragma unroll
-        for (int i = 0; i < kGroups; ++i) chunk |= keep4_at<kStraddle>(d, g + uint64_t(c) * step + i) << (4 * i);
-        own |= (left > c * col_step ? chunk : 0u) << (c * V);
-      }
-    }
-    // The rounds' bits enter at the top and move down: chunk k ends at bit k * V.
+  for (int k = 0; k < kWhole; k += kChunks) {
+    const uint32_t own = round_bits<kChunks, V, kStraddle>(d, g, step, left, col_step);
     if constexpr (kChunks == K) {
       packed = own;
     } else {
@@ -135,6 +148,9 @@ __device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g,
     }
     g += kChunks * step;
     left -= kChunks * col_step;
+  }
+  if constexpr (kTail > 0) {
+    packed = (packed >> (kTail * V)) | (round_bits<kTail, V, kStraddle>(d, g, step, left, col_step) << ((K - kTail) * V));
   }
   return packed;
 }

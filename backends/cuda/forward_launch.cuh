@@ -134,11 +134,18 @@ constexpr int kForwardWideTieBlocks = kOp != Forward::Softmax  ? 0
                                       : Elem<T>::kBytes == 2   ? 3
                                                                : 0;
 
+// Whether a forward family has a block kernel of three chunks a thread (trim_chunks): softmax
+// rows and 16-bit softmax_dropout rows of the full families, whose blocks otherwise hold four.
+template <class T, Forward kOp, bool kFull>
+constexpr bool kForwardTrim =
+    kFull && (kOp == Forward::Softmax || (kOp == Forward::Dropout && kChunkElems<T> == 8));
+
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
                         kForwardSegmentChunks<T, kOp>, 8, kForwardSmallBlocks<T, kOp>,
-                        kForwardWideTieBlocks<T, Y, kOp>>(a.cols, Launches<T, Y, A, kOp>{a, env}, env);
+                        kForwardWideTieBlocks<T, Y, kOp>, kForwardTrim<T, kOp, kFull>>(
+      a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 
 // Same types, and 16-bit x with f32 y (mixed-precision attention), get every shape.

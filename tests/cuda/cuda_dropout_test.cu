@@ -112,6 +112,25 @@ TEST(CudaDropout, MaskMatchesCpuBitForBit) {
   }
 }
 
+// 16-bit rows of 513-768 and 2049-2304 columns run blocks of three chunks a thread, whose keep
+// bits end with a round of one chunk (two Philox blocks instead of four): every phase of the
+// offset (the draw straddles two blocks unless it is a multiple of 4), rows on 16-byte
+// boundaries, two elements off (moved in 4-byte pieces) and one off (realigned through the stage).
+TEST(CudaDropout, ThreeChunkBlocksEveryOffsetPhase) {
+  REQUIRE_GPU();
+  int i = 0;
+  for (size_t cols : {size_t{520}, size_t{700}, size_t{768}, size_t{2050}, size_t{2304}}) {
+    for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{0x100000002ull}}) {
+      for (size_t misalign : {size_t{0}, size_t{1}, size_t{2}}) {
+        const softmax_dtype t = i % 2 ? SOFTMAX_DTYPE_BF16 : SOFTMAX_DTYPE_F16;
+        run_dropout_case({t, 5 + size_t(i % 4), cols, i % 3 ? 0.3f : 0.7f, 0x9e3779b97f4a7c15ull + uint64_t(i), offset,
+                          misalign});
+        ++i;
+      }
+    }
+  }
+}
+
 TEST(CudaDropout, EveryOffsetPhase) {
   REQUIRE_GPU();
   for (uint64_t offset = 0; offset < 8; ++offset) {

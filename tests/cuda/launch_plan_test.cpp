@@ -28,6 +28,7 @@ struct FamilyCase {
   int max_cluster;
   SmallBlockClusters small;
   int wide_tie_blocks;  // KernelFamily::wide_tie_blocks
+  bool trim;            // a block kernel of trim_chunks
 };
 
 void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
@@ -35,18 +36,18 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, 2},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, 3},
-      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, 4},
-      {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0},
-      {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, 0},
-      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, 0},
-      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, 0},
-      {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, 0},
-      {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, 0},
-      {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, 0},
-      {"f32 dropout backward", 4, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0},
-      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0},
+      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, 2, true},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, 3, true},
+      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, 4, true},
+      {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0, false},
+      {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, 0, false},
+      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, 0, false},
+      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, 0, true},
+      {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, 0, false},
+      {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, 0, false},
+      {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, 0, false},
+      {"f32 dropout backward", 4, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0, false},
+      {"16-bit dropout backward", 8, 2, true, true, false, 2, 8, SmallBlockClusters::LoneBlocks, 0, false},
   };
   return f;
 }
@@ -54,7 +55,7 @@ const std::vector<FamilyCase>& families() {
 KernelFamily family_of(const FamilyCase& fc) {
   return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
                        wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster, fc.small,
-                       fc.wide_tie_blocks, trim_chunks(fc.chunk_elems, fc.arrays, fc.packed16 && fc.full));
+                       fc.wide_tie_blocks, trim_chunks(fc.chunk_elems, fc.arrays, fc.trim));
 }
 
 DeviceLimits hopper() {
@@ -116,7 +117,7 @@ TEST_P(DefaultPlan, HoldsEveryRowWithAnInstantiatedShape) {
         if (p.k != f.block_k && p.k != f.wide_k && p.k != f.warp_k && p.k != f.trim_k)
           bad = "no block kernel of that many chunks";
         if (p.k == f.warp_k && p.threads != 32) bad = "the one-warp kernel in a larger block";
-        if (fc.wide_first && p.k != kwide) bad = "wide_first family planned a narrow block";
+        if (fc.wide_first && p.k != kwide && p.k != f.trim_k) bad = "wide_first family planned a narrow block";
         if (p.threads < 32 || p.threads > f.block_threads || p.threads % 32 != 0) bad = "block threads";
         if (p.cluster < 1 || p.cluster > f.max_cluster || (p.cluster & (p.cluster - 1)) != 0) bad = "cluster size";
         if (p.strategy == Strategy::Block && p.cluster != 1) bad = "block with a cluster";
@@ -385,27 +386,29 @@ TEST(DefaultPlanExamples, BlockKernelOfOddLengths) {
   }
 }
 
-// Softmax rows of the full families take one to three warps of trim_chunks (three) chunks a
-// thread instead of as many warps of four, and only there: 16-bit rows of 513-768 and 2049-2304
-// columns (65-96 and 257-288 chunks), f32 chunks of 513-768 and 1025-1152 columns (129-192 and
-// 257-288 chunks). Other families have no trimmed kernel.
+// Softmax rows of the full families and 16-bit softmax_dropout rows take one, two or three warps
+// of trim_chunks (three) chunks a thread instead of as many warps of four wherever three hold the
+// row in as many threads (65-96, 129-192 and 257-288 chunks) and no segment or one-warp kernel
+// of six chunks takes it: 16-bit softmax rows of 513-768 and 2049-2304 columns, 16-bit dropout
+// also 1025-1536, f32 chunks 513-768 and 1025-1152. Other families have no trimmed kernel.
 TEST_P(DefaultPlan, TrimmedBlockForRowsThatLeaveTheLastWarpEmpty) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
-  const bool has_trim = fc.packed16 && fc.full && fc.arrays == 1 && (fc.chunk_elems == 4 || fc.chunk_elems == 8);
-  EXPECT_EQ(f.trim_k, has_trim ? 3 : 0) << fc.name;
+  EXPECT_EQ(f.trim_k, fc.trim ? 3 : 0) << fc.name;
   int64_t trimmed = 0;
   for (int64_t cols = 1; cols <= 70000; ++cols) {
     Plan p;
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
     const bool trim = p.strategy == Strategy::Block && f.trim_k > 0 && p.k == f.trim_k;
     trimmed += trim;
-    const bool first = cols > 512 && cols <= 768;
-    const bool second = fc.chunk_elems == 8 ? cols > 2048 && cols <= 2304 : cols > 1024 && cols <= 1152;
-    if (has_trim) EXPECT_EQ(trim, first || second) << fc.name << ", " << cols;
-    if (trim) EXPECT_EQ(p.threads, second ? 96 : fc.chunk_elems == 8 ? 32 : 64) << fc.name << ", " << cols;
+    const bool fits = chunks <= 96 || (chunks > 128 && chunks <= 192) || (chunks > 256 && chunks <= 288);
+    const bool block = p.strategy == Strategy::Block && p.k != f.warp_k;
+    if (fc.trim) EXPECT_EQ(trim, block && fits) << fc.name << ", " << cols;
+    if (trim) EXPECT_EQ(p.threads, chunks <= 96 ? 32 : chunks <= 192 ? 64 : 96) << fc.name << ", " << cols;
   }
-  EXPECT_EQ(trimmed, !has_trim ? 0 : fc.chunk_elems == 8 ? 512 : 384) << fc.name;
+  const int64_t expected = !fc.trim ? 0 : fc.chunk_elems == 4 ? 384 : fc.wide_first ? 1024 : 512;
+  EXPECT_EQ(trimmed, expected) << fc.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
