@@ -59,8 +59,8 @@ Outcome launch_family(const DropoutBackwardArgs& a, const LaunchEnv& env) {
   // Its split rows run in waves: clusters of up to eight blocks. The speed paths (f32 and 16-bit)
   // run rows of blocks that would be alone on their SM as clusters of small blocks.
   constexpr SmallBlockClusters kSmall = kFull ? SmallBlockClusters::LoneBlocks : SmallBlockClusters::None;
-  return launch_plan_of<kChunkElems<T>, 2, kFull, true, false, max_chunks(kChunkElems<T>, 2), 8, kSmall, 0, false>(
-      a.cols, Launches<T, A>{a, env}, env);
+  return launch_plan_of<kChunkElems<T>, 2, kFull, true, false, max_chunks(kChunkElems<T>, 2), 8, kSmall, 0,
+                        false>(a.cols, Launches<T, A>{a, env}, env);
 }
 
 }  // namespace

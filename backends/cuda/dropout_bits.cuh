@@ -150,7 +150,8 @@ __device__ __forceinline__ uint32_t group_bits(const DropoutKeys& d, uint64_t g,
     left -= kChunks * col_step;
   }
   if constexpr (kTail > 0) {
-    packed = (packed >> (kTail * V)) | (round_bits<kTail, V, kStraddle>(d, g, step, left, col_step) << ((K - kTail) * V));
+    const uint32_t own = round_bits<kTail, V, kStraddle>(d, g, step, left, col_step);
+    packed = (packed >> (kTail * V)) | (own << ((K - kTail) * V));
   }
   return packed;
 }

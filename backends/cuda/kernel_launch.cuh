@@ -371,9 +371,9 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
 
 // Plans and launches one kernel family: l provides segment<K, R>(plan), block<K>(plan) (block
 // and cluster plans, K = max_chunks, wide_chunks, warp_chunks or trim_chunks; wide_chunks only
-// with kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and kWideTieBlocks: see
-// kernel_family; kPacked16 (softmax rows): wide_chunks and warp_chunks; kTrim: the family has a
-// block kernel of trim_chunks.
+// with kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and
+// kWideTieBlocks: see kernel_family; kPacked16 (softmax rows): wide_chunks and warp_chunks;
+// kTrim: the family has a block kernel of trim_chunks.
 template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, bool kPacked16, int kSegmentChunks,
           int kMaxCluster, SmallBlockClusters kSmall, int kWideTieBlocks, bool kTrim, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {

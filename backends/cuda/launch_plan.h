@@ -70,20 +70,21 @@ constexpr int warp_chunks(int chunk_elems, int arrays, bool packed16) {
 }
 
 // Chunks per thread of a block kernel for rows that would leave most of the last warp of a
-// block of max_chunks empty, in the softmax_rows families of f32 and 16-bit rows and of 16-bit
-// x with f32 y (softmax_rows, 0: none). A 16-bit row of 2049-2304 columns (257-288 chunks)
-// takes three warps of four chunks, the third holding at most 32 chunks but running every pass
-// of the row's loads, realigning shuffles, exps and stores; three warps of three chunks hold it
-// in a quarter fewer passes. Only where three chunks a thread hold a row in as many threads as
-// four (16-bit rows of 513-768 and 2049-2304 columns, f32 chunks 513-768 and 1025-1152) does
-// block_plan take them, and it keeps them against the wide kernel. On the H200 (log-softmax and
-// one element off alike): bf16 and f16 2050 columns +22-24%, 2200 +5%, 2304 +8%, 520-768
-// +8-22%; f32 520 +15%, 640 +4%, 768 +2%, 1025 +22% (from a wide block of 64 threads, its second
-// warp holding one chunk: 76% -> 92% of copy); bf16 x with f32 y 520-768 +7-21%, 1025-1152
-// +12-18%. 16-bit rows of 4100 columns in six 192-thread blocks of three, against six of 160 of
-// four, ran 9% slower.
-constexpr int trim_chunks(int chunk_elems, int arrays, bool softmax_rows) {
-  return softmax_rows && arrays == 1 && (chunk_elems == 4 || chunk_elems == 8) ? 3 : 0;
+// block of max_chunks empty, in families that instantiate one (`trimmed`; forward_launch.cuh's
+// kForwardTrim: softmax rows of the full families, 16-bit softmax_dropout rows; 0: none). A
+// 16-bit row of 2049-2304 columns (257-288 chunks) takes three warps of four chunks, the third
+// holding at most 32 chunks but running every pass of the row's loads, realigning shuffles,
+// exps and stores; three warps of three chunks hold it in a quarter fewer passes. Only where
+// three chunks a thread hold a row in as many threads as four (65-96, 129-192 and 257-288
+// chunks, where no segment or one-warp kernel takes the row) does block_plan take them, and it
+// keeps them against the wide kernel. On the H200 (log-softmax and one element off alike): bf16
+// and f16 2050 columns +22-24%, 2200 +5%, 2304 +8%, 520-768 +8-22%; f32 520 +15%, 640 +4%, 768
+// +2%, 1025 +22% (from a wide block of 64 threads, its second warp holding one chunk: 76% -> 92%
+// of copy); bf16 x with f32 y 520-768 +7-21%, 1025-1152 +12-18%; bf16 dropout 520-1100 +22-26%,
+// 1500 +9%, 2050 +11-22%. 16-bit rows of 4100 columns in six 192-thread blocks of three, against
+// six of 160 of four, ran 9% slower.
+constexpr int trim_chunks(int chunk_elems, int arrays, bool trimmed) {
+  return trimmed && arrays == 1 && (chunk_elems == 4 || chunk_elems == 8) ? 3 : 0;
 }
 
 // Rows a segment lane holds at a time with K chunks per row: row_chunks chunks of rows in all
@@ -95,8 +96,8 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 // segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
 // largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
 // clusters (the same kernel where they are equal, and only the wide one in wide_first
-// families), 16-bit softmax rows a one-warp block kernel of warp_chunks, and softmax rows of
-// full families a block kernel of trim_chunks.
+// families), 16-bit softmax rows a one-warp block kernel of warp_chunks, and some families a
+// block kernel of trim_chunks.
 struct KernelFamily {
   int segment_k[4];
   int segment_r[4];
@@ -140,7 +141,8 @@ struct KernelFamily {
   // block_plan takes it only where the narrow blocks fit at most three to an SM.
   bool wide_packed;
   // block_plan takes the wide kernel where it keeps as many warps resident as the narrow one and
-  // the narrow blocks fit at most wide_tie_blocks to an SM (0: never). On the H200 (bench/RESULTS.md):
+  // the narrow blocks fit at most wide_tie_blocks to an SM (0: never). On the H200
+  // (bench/RESULTS.md):
   //   f32 softmax rows, 2: two 512- or 448-thread blocks against four of 256 or 224, 8191
   //     columns 92% -> 97% of copy, 7168 +4%, 8192 +0.4%; three 320-thread blocks against six of
   //     160 (5120 columns) within 1%.

@@ -105,10 +105,10 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
   }
 }
 
-// Shapes that land on each branch of the launcher's table: warp groups of every width,
-// one block per row (16-bit rows of 1200 columns: one warp of six chunks; 640, 1100 and 2304
-// columns: warps of three chunks, f32 or 16-bit), clusters of 2/4/8, split rows for few rows, for long rows, and in several
-// L2-sized waves.
+// Shapes that land on each branch of the launcher's table: warp groups of every width, one block
+// per row (16-bit rows of 1200 columns: one warp of six chunks; 640, 1100 and 2304 columns: warps
+// of three chunks, f32 or 16-bit), clusters of 2/4/8, split rows for few rows, for long rows, and
+// in several L2-sized waves.
 TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {
