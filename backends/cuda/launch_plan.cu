@@ -73,6 +73,18 @@ int resident_warps(int threads) { return resident_blocks(threads) * threads / 32
 // -48%, 2500 -29%, 3000 -16% (bench/RESULTS.md).
 constexpr int kPackedWideNarrowBlocks = 3;
 
+// Whether a block of `wide` threads of the wide kernel is taken over one of `narrow` threads of
+// block_k chunks: where it keeps more warps resident per SM, or as many with the narrow blocks at
+// most KernelFamily::wide_tie_blocks to an SM. A packed wide kernel (KernelFamily::wide_packed)
+// pays for its residency with a second pass of exps: only beside at most kPackedWideNarrowBlocks
+// narrow blocks an SM.
+bool wide_block_wins(int wide, int narrow, const KernelFamily& f) {
+  const int narrow_blocks = resident_blocks(narrow);
+  if (f.wide_packed && narrow_blocks > kPackedWideNarrowBlocks) return false;
+  const int wide_warps = resident_warps(wide), narrow_warps = resident_warps(narrow);
+  return wide_warps > narrow_warps || (wide_warps == narrow_warps && narrow_blocks <= f.wide_tie_blocks);
+}
+
 // One warp of warp_k chunks per thread for a row that it holds past one warp of block_k (bf16
 // rows of 1100 / 1200 / 1500 columns on the H200: 2.1 / 2.7 / 2.8 TB/s in two warps of four
 // chunks, 2.5 / 3.6 / 3.1 in one warp of six). Else one block of trim_k chunks per thread where
@@ -80,31 +92,24 @@ constexpr int kPackedWideNarrowBlocks = 3;
 // wide_k when the row needs more or when the wide block keeps more warps resident per SM: a row
 // of 1025 chunks takes 288 threads of four chunks (three blocks, 27 warps per SM) or 160 of eight
 // (six blocks, 30 warps). Rows that fall just past a multiple of a warp's chunks ran 4-11% faster
-// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way. On a tie
-// the wide block is taken where the narrow ones fit at most KernelFamily::wide_tie_blocks to an
-// SM. A packed wide kernel (KernelFamily::wide_packed) pays for its residency with a second pass
-// of exps: it is taken only where the narrow blocks fit at most kPackedWideNarrowBlocks to an SM.
+// so on the H200 (f32 4097-6000 columns), those that fill their warps alike either way (ties and
+// packed kernels: wide_block_wins).
 bool block_plan(int64_t chunks, const KernelFamily& f, int max_threads, Plan* p) {
   if (f.warp_k > 0 && chunks > 32 * f.block_k && chunks <= 32 * f.warp_k) {
     *p = Plan{Strategy::Block, f.warp_k, 1, 32, 32, 1};
     return true;
   }
-  bool found = false;
-  for (int k : {f.block_k, f.wide_k}) {
-    const int64_t threads = round_up32(ceil_div(chunks, k));
-    if (threads > max_threads) continue;
-    if (!found && f.trim_k > 0 && round_up32(ceil_div(chunks, f.trim_k)) == threads) k = f.trim_k;
-    if (found && p->k == f.trim_k) break;
-    if (found) {  // the wide kernel against the narrow one
-      const int wide = resident_warps(int(threads)), narrow = resident_warps(p->threads);
-      const int narrow_blocks = resident_blocks(p->threads);
-      const bool takes_wide = wide > narrow || (wide == narrow && narrow_blocks <= f.wide_tie_blocks);
-      if (!takes_wide || (f.wide_packed && narrow_blocks > kPackedWideNarrowBlocks)) continue;
-    }
-    *p = Plan{Strategy::Block, k, 1, 32, int(threads), 1};
-    found = true;
+  // The wide kernel never needs more threads than the narrow one.
+  const int narrow = round_up32(ceil_div(chunks, f.block_k)), wide = round_up32(ceil_div(chunks, f.wide_k));
+  if (narrow <= max_threads) {
+    const bool trim = f.trim_k > 0 && round_up32(ceil_div(chunks, f.trim_k)) == narrow;
+    *p = Plan{Strategy::Block, trim ? f.trim_k : f.block_k, 1, 32, narrow, 1};
+    if (trim || !wide_block_wins(wide, narrow, f)) return true;
+  } else if (wide > max_threads) {
+    return false;
   }
-  return found;
+  *p = Plan{Strategy::Block, f.wide_k, 1, 32, wide, 1};
+  return true;
 }
 
 // The smallest cluster (at least `min_cluster` blocks of wide_k chunks per thread) whose blocks
