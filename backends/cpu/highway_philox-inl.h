@@ -64,8 +64,9 @@ HWY_INLINE void PhiloxRound(const V64 mul0, const V64 mul1, const V64 k0, const 
 // fit in registers: the compiler spills a little, which costs less than the latency it hides
 // (keep bytes alone, AVX2, Zen 3, ns per element at phase 0 / phase 3: 3 blocks 0.67 / 1.25,
 // 4 blocks 0.64 / 1.04, where a phase-3 step holds 2 vectors of groups and their blocks at the
-// next counter).
-constexpr size_t kPhiloxSetsPerStep = HWY_TARGET <= HWY_AVX2 ? 4 : 2;
+// next counter). AVX-512's 32 registers hold six (Zen 5: 4 blocks 0.175 / 0.290, 6 blocks
+// 0.148 / 0.256, 8 blocks 0.170 / 0.250, spilling at phase 0).
+constexpr size_t kPhiloxSetsPerStep = HWY_TARGET <= HWY_AVX3 ? 6 : HWY_TARGET <= HWY_AVX2 ? 4 : 2;
 
 // The first three rounds of a block whose counter is (lo64 = ctr_lo, hi64 = group) for groups
 // that share the upper 32 bits `group_hi`: the words that come from ctr_lo and group_hi alone are
@@ -230,10 +231,27 @@ class PhiloxKeepStream {
     }
   }
 
-  // The 4 keep bytes of each lane's group, in element order, to out[0 .. 4 * Lanes). Words 0 and 1
-  // (2 and 3) of each group share one vector of u32, compared with the threshold at once; the
-  // two mask vectors are then interleaved by 64-bit halves into element order (per 128-bit block,
-  // which the demotions' per-block packing undoes) and narrowed to bytes.
+  // The 4 keep bytes of each lane's group, in element order, to out[0 .. 4 * Lanes).
+#if HWY_TARGET <= HWY_AVX3
+  // The words gathered into element order by two-table permutes (words 0 and 1, and 2 and 3, of
+  // each group side by side, then the pairs of groups 0-3 and of 4-7 interleaved), one unsigned
+  // compare per 16 words, and the two masks turned into bytes by one masked move of ones: 9
+  // instructions per 8 groups where the generic code below takes 18 (keep bytes alone, Zen 5,
+  // 4 blocks a step: 0.193 -> 0.175 ns per element at phase 0, 0.313 -> 0.290 at phase 3).
+  HWY_INLINE void StoreKeepBytes(const PhiloxBlock4& a, const PhiloxBlock4& b, uint8_t* out) const {
+    const __m512i pairs = _mm512_set_epi32(30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0);
+    const __m512i w01 = _mm512_permutex2var_epi32(Word(a, b, 0).raw, pairs, Word(a, b, 1).raw);
+    const __m512i w23 = _mm512_permutex2var_epi32(Word(a, b, 2).raw, pairs, Word(a, b, 3).raw);
+    const __m512i groups_0_3 = _mm512_permutex2var_epi64(w01, _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), w23);
+    const __m512i groups_4_7 = _mm512_permutex2var_epi64(w01, _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4), w23);
+    const __mmask32 kept = _mm512_kunpackw(_mm512_cmpge_epu32_mask(groups_4_7, keep_from_.raw),
+                                           _mm512_cmpge_epu32_mask(groups_0_3, keep_from_.raw));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_maskz_mov_epi8(kept, _mm256_set1_epi8(1)));
+  }
+#else
+  // Words 0 and 1 (2 and 3) of each group share one vector of u32, compared with the threshold at
+  // once; the two mask vectors are then interleaved by 64-bit halves into element order (per
+  // 128-bit block, which the demotions' per-block packing undoes) and narrowed to bytes.
   HWY_INLINE void StoreKeepBytes(const PhiloxBlock4& a, const PhiloxBlock4& b, uint8_t* out) const {
     const D64 d;
     const hn::Repartition<uint32_t, D64> d32;
@@ -249,6 +267,7 @@ class PhiloxKeepStream {
                                           hn::BitCast(di32, hn::InterleaveUpper(d, k01, k23)));
     hn::StoreU(hn::And(hn::BitCast(du8, hn::DemoteTo(di8, i16)), hn::Set(du8, 1)), du8, out);
   }
+#endif
 
   V64 k0_[10], k1_[10];
   uint32_t key0_[10], key1_[10];
