@@ -84,19 +84,16 @@ void write_back(const T* results, const OutArray& a, size_t first, int64_t n) {
   }
 }
 
-// Streamed f32 results of rows of kStreamedRowCols columns and more (or chunks of long rows)
-// go straight into the caller's dx (grad_streamed_f32) where the CPU can: true when done.
-// Shorter rows, finished one call per row that way, ran slower than through the buffer and one
-// copy per tile (2-core AVX-512 Xeon, softmax backward: 32 columns -20%, 128 -19%, 256 equal;
-// 512 columns and more +3-23%, log-softmax backward +17-31%). Elements [first, first + rows *
-// cols) of `a`; T is the work type. prefetch_following as for grad_streamed_f32.
-constexpr int64_t kStreamedRowCols = 256;
-
+// Streamed f32 results go straight into the caller's dx (grad_streamed_f32) where the CPU can:
+// true when done. Rows of every length, short ones included: the pass through a buffer and a
+// second, copying pass cost more than the row loop's non-temporal stores (2-core Zen 5, 32 and
+// 128 columns +16-30%, 256 and more equal). Elements [first, first + rows * cols) of `a`; T is
+// the work type. prefetch_following as for grad_streamed_f32.
 template <class T>
 bool finish_streamed_to_dx(const OutArray& a, const T* y, const T* dy, size_t first, int64_t rows, int64_t cols,
                            const T* row_dot, bool log, bool prefetch_following) {
   if constexpr (std::is_same<T, float>::value) {
-    if (a.stream && a.type == SOFTMAX_DTYPE_F32 && cols >= kStreamedRowCols)
+    if (a.stream && a.type == SOFTMAX_DTYPE_F32)
       return grad_streamed_f32(y, dy, static_cast<float*>(a.at(first)), rows, cols, row_dot, log,
                                prefetch_following);
   }

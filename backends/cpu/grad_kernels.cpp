@@ -404,20 +404,29 @@ void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, floa
   finish(y, dy, dx, size_t(n), dot, log);
 }
 
+#if SOFTMAX_CPU_X86_LEVELS
+template <bool kLog>
+__attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float* y, const float* dy, float* dx,
+                                                                   int64_t rows, size_t n, const float* row_dot,
+                                                                   size_t ahead) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t o = size_t(r) * n;
+    const float dot = row_dot != nullptr ? row_dot[r] : lane_dot<float>(y + o, dy + o, n, kLog);
+    finish_f32_streamed_avx512<kLog>(y + o, dy + o, dx + o, n, dot, ahead);
+  }
+}
+#endif
+
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
                        const float* row_dot, bool log, bool prefetch_following) {
 #if SOFTMAX_CPU_X86_LEVELS
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
   const size_t ahead = prefetch_following ? prefetch_distance<float>(n) : 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const size_t o = size_t(r) * n;
-    const float dot = row_dot != nullptr ? row_dot[r] : grad_dot_f32(y + o, dy + o, cols, log);
-    if (log) {
-      finish_f32_streamed_avx512<true>(y + o, dy + o, dx + o, n, dot, ahead);
-    } else {
-      finish_f32_streamed_avx512<false>(y + o, dy + o, dx + o, n, dot, ahead);
-    }
+  if (log) {
+    streamed_rows_avx512<true>(y, dy, dx, rows, n, row_dot, ahead);
+  } else {
+    streamed_rows_avx512<false>(y, dy, dx, rows, n, row_dot, ahead);
   }
   _mm_sfence();
   return true;

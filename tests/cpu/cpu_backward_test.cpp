@@ -231,7 +231,9 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
 // same rows computed alone, whose small outputs take ordinary stores.
 TEST(CpuRowsBackward, StreamedOutputsEqualSmallCalls) {
   const Pair p{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32};
-  for (const Shape s : {Shape{1025, 8192}, Shape{2, (int64_t{1} << 22) + 3}}) {
+  // Short rows (whole 64-byte lines, and an odd length whose rows start anywhere), rows of
+  // several lines, and rows of many chunks.
+  for (const Shape s : {Shape{262147, 32}, Shape{65537, 131}, Shape{1025, 8192}, Shape{2, (int64_t{1} << 22) + 3}}) {
     const uint64_t seed = softmax_test::fresh_seed();
     const size_t n = size_t(s.rows * s.cols);
     const Buffer y = softmax_grad_test::uniform(p.y, n, seed, 0.0, 2.0 / double(s.cols));
@@ -243,7 +245,7 @@ TEST(CpuRowsBackward, StreamedOutputsEqualSmallCalls) {
         ASSERT_EQ(softmax_rows_backward(y.data(), dy.data(), dx.data() + offset, s.rows, s.cols, p.x, &o),
                   SOFTMAX_STATUS_SUCCESS)
             << softmax_last_error();
-        for (const int64_t r : {int64_t{0}, s.rows - 1}) {
+        for (const int64_t r : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 1}) {
           const size_t first = size_t(r * s.cols);
           Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
           std::memcpy(y1.data(), y.bytes.data() + first * 4, size_t(s.cols) * 4);
