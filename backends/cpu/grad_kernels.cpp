@@ -405,6 +405,12 @@ void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, floa
 }
 
 #if SOFTMAX_CPU_X86_LEVELS
+namespace {
+
+// Rows of n elements finished into dx with non-temporal stores, each row's dot (unless given)
+// computed in the same loop: lane_dot inlined here is compiled for x86-64-v4 as in grad_dot_f32's
+// AVX-512 clone, so a row gets the bits that the buffered kernels give it, without a call through
+// the clone's resolver per row.
 template <bool kLog>
 __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float* y, const float* dy, float* dx,
                                                                    int64_t rows, size_t n, const float* row_dot,
@@ -415,6 +421,8 @@ __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float*
     finish_f32_streamed_avx512<kLog>(y + o, dy + o, dx + o, n, dot, ahead);
   }
 }
+
+}  // namespace
 #endif
 
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
