@@ -232,7 +232,7 @@ class PhiloxKeepStream {
   }
 
   // The 4 keep bytes of each lane's group, in element order, to out[0 .. 4 * Lanes).
-#if HWY_TARGET <= HWY_AVX3
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   // The words gathered into element order by two-table permutes (words 0 and 1, and 2 and 3, of
   // each group side by side, then the pairs of groups 0-3 and of 4-7 interleaved), one unsigned
   // compare per 16 words, and the two masks turned into bytes by one masked move of ones: 9
