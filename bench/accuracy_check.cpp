@@ -100,17 +100,22 @@ RowError row_error(const float* x, const RowStats& st, const float* y, const uin
   });
 }
 
-RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log) {
+namespace {
+
+// The softmax backward's error for y(c) and dy(c) given as float64 functions of the column (the
+// stored values, or the dropout backward's recomputed s and g).
+template <class Y, class Dy>
+RowError backward_error(const Y& y, const Dy& dy, const float* dx, int64_t cols, bool log) {
   double dot = 0, mag = 0;
 #pragma omp parallel for reduction(+ : dot, mag) if (cols > (1 << 20))
   for (int64_t c = 0; c < cols; ++c) {
-    const double term = log ? double(dy[c]) : double(y[c]) * double(dy[c]);
+    const double term = log ? dy(c) : y(c) * dy(c);
     dot += term;
     mag += std::fabs(term);
   }
   const double inf = std::numeric_limits<double>::infinity();
   return worst_over_columns(cols, [&](int64_t c, const char** problem) {
-    const double yc = y[c], dyc = dy[c], got = dx[c];
+    const double yc = y(c), dyc = dy(c), got = dx[c];
     double want, bound;
     if (log) {
       const double e = std::exp(yc);
@@ -124,6 +129,26 @@ RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_
     // An exact zero (y = 0) must come out as a zero of either sign.
     return *problem ? inf : bound > 0 ? std::fabs(got - want) / bound : got == 0 ? 0 : inf;
   });
+}
+
+}  // namespace
+
+RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log) {
+  return backward_error([&](int64_t c) { return double(y[c]); }, [&](int64_t c) { return double(dy[c]); }, dx, cols,
+                        log);
+}
+
+RowError dropout_grad_row_error(const float* x, const float* dy, const float* dx, int64_t cols,
+                                const DropoutExpect& d, int64_t flat_base) {
+  const RowStats st = row_stats(x, cols);
+  const double scale = 1.0 / (1.0 - double(d.p));
+  return backward_error([&](int64_t c) { return std::exp(double(x[c]) - st.max) / st.sum; },
+                        [&](int64_t c) {
+                          const bool keep = softmax_internal::dropout_keep(d.seed, d.offset,
+                                                                           static_cast<uint64_t>(flat_base + c), d.p);
+                          return keep ? double(dy[c]) * scale : 0.0;
+                        },
+                        dx, cols, false);
 }
 
 double tolerance_for(softmax_dtype dtype, bool float_sum) {

@@ -48,6 +48,12 @@ RowError row_error(const float* x, const RowStats& stats, const float* y, const 
 // difference, so a plain relative error would blow up wherever dy crosses the row's dot.)
 RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_t cols, bool log);
 
+// softmax_dropout_backward of one row from x and dy, against float64: s = softmax(x), g = keep ?
+// dy / (1 - p) : 0 with keep from the shared Philox definition (flat index = flat_base + col),
+// then the softmax backward's formula and error bound with y = s and dy = g.
+RowError dropout_grad_row_error(const float* x, const float* dy, const float* dx, int64_t cols,
+                                const DropoutExpect& dropout, int64_t flat_base);
+
 // The bound a variant's max_err is held to. `float_sum` marks the reference variants that sum in
 // plain float in one sequence (textbook loop, the seed's kernels, oneDNN): on long rows their
 // error grows with the row (a float sum is 5% off at 64M elements), so they get a bound that only

@@ -51,7 +51,9 @@ struct BackwardRun {
   int reps;
   std::vector<int64_t> sampled;
 
-  Row measure(const std::string& variant, bool log, bool float_sum, const Call& call, const std::string& note = "") {
+  // dropout: softmax_dropout_backward's rows, checked from x (the forward's input) and dy.
+  Row measure(const std::string& variant, bool log, bool float_sum, const Call& call, const std::string& note = "",
+              const DropoutExpect* dropout = nullptr, const float* x = nullptr) {
     Row row;
     row.note = note;
     row.device = "cpu";
@@ -80,7 +82,10 @@ struct BackwardRun {
     row.max_err = 0;
     for (int64_t r : sampled) {
       const size_t first = static_cast<size_t>(r * shape.cols);
-      const RowError e = grad_row_error(y + first, dy + first, dx + first, shape.cols, log);
+      const RowError e = dropout != nullptr
+                             ? dropout_grad_row_error(x + first, dy + first, dx + first, shape.cols, *dropout,
+                                                      int64_t(first))
+                             : grad_row_error(y + first, dy + first, dx + first, shape.cols, log);
       row.max_err = std::max(row.max_err, e.max_err);
       if (!e.problem.empty())
         row.note = "row " + std::to_string(r) + " col " + std::to_string(e.worst_col) + ": " + e.problem;
@@ -103,10 +108,21 @@ Call library_backward(const float* y, const float* dy, float* dx, const Shape& s
   };
 }
 
+Call library_dropout_backward(const float* x, const float* dy, float* dx, const Shape& shape, const DropoutExpect& d,
+                              const softmax_options& opt) {
+  return [=](std::string* message) {
+    const softmax_status s = softmax_dropout_backward(x, dy, dx, shape.rows, shape.cols, SOFTMAX_DTYPE_F32, d.p,
+                                                      d.seed, d.offset, &opt);
+    if (s != SOFTMAX_STATUS_SUCCESS) *message = std::string(softmax_status_string(s)) + ": " + softmax_last_error();
+    return s == SOFTMAX_STATUS_SUCCESS;
+  };
+}
+
 }  // namespace
 
 void run_cpu_backward_table(const Options& o, Report* report, const std::vector<Shape>& shapes, int reps) {
-  report->section_header("CPU: softmax backward, f32 (GB/s = bytes of y + dy + dx over the median time)");
+  report->section_header(
+      "CPU: softmax backward, f32 (GB/s = bytes of y (the dropout backward: x) + dy + dx over the median time)");
   for (const Shape& shape : shapes) {
     const size_t bytes = static_cast<size_t>(shape.elements()) * sizeof(float);
     HostBytes y_bytes = host_alloc(bytes), dy_bytes = host_alloc(bytes), dx_bytes = host_alloc(bytes);
@@ -134,6 +150,30 @@ void run_cpu_backward_table(const Options& o, Report* report, const std::vector<
       }
       const std::string suffix = log ? "_log" : "";
       const Row lib = run.measure("libsoftmax_bwd" + suffix, log, false, library_backward(y, dy, dx, shape, opt));
+      if (!log) {
+        // softmax_dropout_backward (p = 0.1) from the forward's x, and its time over the softmax
+        // backward's from rounds of the two calls in turn (timing.h).
+        HostBytes x_bytes = host_alloc(bytes);
+        float* x = reinterpret_cast<float*>(x_bytes.get());
+        fill_host_input(x, SOFTMAX_DTYPE_F32, shape.elements(), o.seed ^ static_cast<uint64_t>(shape.cols), o.threads);
+        DropoutExpect d;
+        d.p = 0.1f;
+        d.seed = o.seed;
+        const Row drop = run.measure("libsoftmax_dropout_bwd_p0.1", false, false,
+                                     library_dropout_backward(x, dy, dx, shape, d, opt), "", &d, x);
+        if (lib.check == "pass" && drop.check == "pass") {
+          std::string message;
+          const Call plain = library_backward(y, dy, dx, shape, opt);
+          const Call dropout = library_dropout_backward(x, dy, dx, shape, d, opt);
+          const double ratio =
+              median_ratios_in_turn(reps, [&] { plain(&message); }, {[&] { dropout(&message); }})[0];
+          char line[200];
+          std::snprintf(line, sizeof line,
+                        "cpu dropout backward %s f32: softmax_dropout_backward / softmax_rows_backward time = %.2fx",
+                        shape_name(shape).c_str(), ratio);
+          report->summary(line);
+        }
+      }
 #if defined(SOFTMAX_BENCH_HAVE_ONEDNN)
       OneDnnSoftmaxBackward onednn(shape.rows, shape.cols, log);
       const Row anchor = run.measure(

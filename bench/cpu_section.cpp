@@ -219,28 +219,20 @@ void run_cpu_section(const Options& o, Report* report) {
                                  }));
       }
       if (lib.check == "pass" && dropout[0].check == "pass" && dropout[1].check == "pass") {
-        // The ratios from calls in turn (softmax_rows, dropout at offset 0, at offset 3, repeated),
-        // the median of each round's ratio: a shared machine's memory speed can move softmax_rows'
-        // time by 2x from one minute to the next, and it then moves all three calls of a round
-        // alike, where the medians of the separate measurements above can come from different
-        // minutes.
-        const auto rows_call = [&] { softmax_rows(x.get(), y.get(), shape.rows, shape.cols, dtype, &opt); };
-        const auto dropout_call = [&](uint64_t offset) {
+        // The ratios from rounds of the three calls in turn (timing.h), not from the medians above.
+        const auto dropout_call = [&](uint64_t offset) -> std::function<void()> {
           return [&, offset] {
             softmax_dropout(x.get(), y.get(), nullptr, shape.rows, shape.cols, dtype, kDropoutP, o.seed, offset, &opt);
           };
         };
-        std::vector<double> at0, at3;
-        for (int k = 0; k < reps; ++k) {
-          const double rows_ms = time_host_ms(rows_call, 0, 1)[0];
-          at0.push_back(time_host_ms(dropout_call(0), 0, 1)[0] / rows_ms);
-          at3.push_back(time_host_ms(dropout_call(3), 0, 1)[0] / rows_ms);
-        }
+        const std::vector<double> ratio = median_ratios_in_turn(
+            reps, [&] { softmax_rows(x.get(), y.get(), shape.rows, shape.cols, dtype, &opt); },
+            {dropout_call(0), dropout_call(3)});
         char line[240];
         std::snprintf(line, sizeof line,
                       "cpu %s %s: softmax_dropout / softmax_rows time = %.2fx at offset 0, %.2fx at offset 3 "
                       "(median of %d rounds of the three calls in turn)",
-                      shape_name(shape).c_str(), dtype_label(dtype), median(at0), median(at3), reps);
+                      shape_name(shape).c_str(), dtype_label(dtype), ratio[0], ratio[1], reps);
         report->summary(line);
       }
     }

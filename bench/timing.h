@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 namespace bench {
@@ -31,6 +32,22 @@ std::vector<double> time_host_ms(F&& f, int warmup, int reps) {
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   return ms;
+}
+
+// For each call in `others`, the median over `rounds` rounds of its time over base's, the calls
+// of a round made in turn (base first). On a shared machine whose memory speed changes from one
+// minute to the next (by 2x on the VMs measured here) a round's calls see the same speed, where
+// medians of separate measurements can come from different minutes.
+inline std::vector<double> median_ratios_in_turn(int rounds, const std::function<void()>& base,
+                                                 const std::vector<std::function<void()>>& others) {
+  std::vector<std::vector<double>> ratios(others.size());
+  for (int k = 0; k < rounds; ++k) {
+    const double base_ms = time_host_ms(base, 0, 1)[0];
+    for (size_t i = 0; i < others.size(); ++i) ratios[i].push_back(time_host_ms(others[i], 0, 1)[0] / base_ms);
+  }
+  std::vector<double> out;
+  for (const std::vector<double>& r : ratios) out.push_back(median(r));
+  return out;
 }
 
 }  // namespace bench
