@@ -10,8 +10,8 @@
 // rounding to y's storage type. fp64 arithmetic (x or dy stored as f64) computes s in double.
 // p == 0 keeps everything (no random numbers are drawn), p == 1 drops everything: dx = 0.
 //
-// Rows of up to 512 elements go a tile of rows at a time. Longer rows of up to kStoreUpToChunks
-// chunks handled whole by one thread keep s and g of the row in per-thread buffers between the
+// Rows of one chunk go a tile of rows at a time. Longer rows of up to kStoreUpToChunks chunks
+// handled whole by one thread keep s and g of the row in per-thread buffers between the
 // passes; longer rows, and few rows spread over threads by chunk, recompute them in each pass
 // (three passes: softmax statistics, dot, dx). Recomputing gives the same bits, so the choice
 // never shows in the result.
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/common/philox.h"
@@ -37,11 +38,12 @@ namespace {
 // Up to 8 chunks (s and g: 512 KiB in fp32, about one L2).
 constexpr int64_t kStoreUpToChunks = 8;
 
-// Rows of up to half this many elements go in tiles of this many elements (a tile's s, g, keep
-// bytes and results stay in L1). On a 2-core Zen 5 EPYC, against one row at a time: 32 columns
-// 5.3x faster, 128 2.3x, 512 10%; tiles of 2048-8192 elements ran 3-8% slower at 128 and 512
-// columns, and rows of 1024 and 2048 columns moved by +-5% either way, so they stay one at a time.
-constexpr int64_t kDropoutGradTileElems = 1024;
+// Rows of one chunk go in tiles of whole rows of about this many elements (a tile's s, g, keep
+// bytes and results stay in L1; rows longer than this, one to a tile). On a 2-core Zen 5 EPYC,
+// against one row at a time: 32 columns 11x faster, 128 3.5x, 512 1.3x, 1024-2048 1.15x,
+// 4096-8192 1.05x; tiles of 1024 elements were up to 5% slower at 128-1024 columns, tiles of
+// 4096 5-18% slower at 512-1024.
+constexpr int64_t kDropoutGradTileElems = 2048;
 
 // The softmax of x, a chunk at a time, in the work type T.
 template <class T>
@@ -174,11 +176,10 @@ struct DropoutGrad {
 
   // ---- short rows, a tile at a time ----
 
-  // A tile of nr whole rows (kDropoutGradTileElems elements at most): the keep bytes, g and the
-  // results of the tile in one call each, and per row the forward's chunk kernels, the dot and
-  // dx. The kernels of row_stored, so its bits, without its per-row calls (a keep-byte stream set
-  // up, a buffer streamed out and fenced) that took most of the time of rows of a few dozen
-  // elements.
+  // A tile of nr whole rows of one chunk each, a call per step for the whole tile: the keep bytes,
+  // g, s (fp32: the forward's short-row kernel, whose bits are the chunk kernels' for rows of one
+  // chunk, vector_kernels.h), then each row's dot and dx by the softmax backward's row kernels.
+  // Rows of a few dozen elements spent most of their time in row_stored's per-row calls.
   void tile(int64_t r0, int64_t nr) const {
     const int64_t cols = grid.cols, n = nr * cols;
     const size_t first = grid.flat(r0, 0);
@@ -187,13 +188,18 @@ struct DropoutGrad {
     uint8_t* keep = grad_scratch_of<uint8_t>(GradSlot::Keep, size_t(n));
     keep_bytes(first, n, keep);
     dropout_grad(read_as<T>(dy, first, n, GradSlot::B), keep, scale, n, grads);  // before dx == dy is written
-    T* out = result_space<T>(dx, first, n);
-    for (int64_t r = 0; r < nr; ++r) {
-      const size_t o = size_t(r * cols);
-      const Part part = Softmax::partial(x, first + o, cols, probs + o);
-      Softmax::probs(x, first + o, cols, part, Softmax::merge(&part, 1), probs + o);
-      grad_finish(probs + o, grads + o, out + o, cols, grad_dot(probs + o, grads + o, cols, false), false);
+    if constexpr (std::is_same<T, float>::value) {
+      vector_kernels().short_rows(x.at(first), probs, Dtypes{x.type, SOFTMAX_DTYPE_F32}, nr, cols, false, false);
+    } else {
+      for (int64_t r = 0; r < nr; ++r) {
+        const size_t o = size_t(r * cols);
+        const Part part = Softmax::partial(x, first + o, cols, probs + o);
+        Softmax::probs(x, first + o, cols, part, Softmax::merge(&part, 1), probs + o);
+      }
     }
+    if (finish_streamed_to_dx(dx, probs, grads, first, nr, cols, static_cast<const T*>(nullptr), false, false)) return;
+    T* out = result_space<T>(dx, first, n);
+    grad_rows(probs, grads, out, nr, cols, static_cast<const T*>(nullptr), false, false);
     write_back(out, dx, first, n);
   }
 
@@ -228,8 +234,8 @@ struct DropoutGrad {
   }
 
   bool run(int threads) const {
-    if (grid.cols <= kDropoutGradTileElems / 2) {
-      const int64_t rows_per_tile = kDropoutGradTileElems / grid.cols;
+    if (grid.short_rows()) {
+      const int64_t rows_per_tile = std::max<int64_t>(1, kDropoutGradTileElems / grid.cols);
       return for_tiles(grid, threads, [&](int64_t r0, int64_t nr) {
         for (int64_t r = r0; r < r0 + nr; r += rows_per_tile) tile(r, std::min(rows_per_tile, r0 + nr - r));
       });

@@ -221,6 +221,28 @@ TEST(CpuDropoutBackward, PZeroIsThePlainSoftmaxGradientAndPOneIsZero) {
   }
 }
 
+// In fp32 s is the forward's softmax bit for bit and, at p = 0, g is dy itself, so the dropout
+// backward must give the bits of softmax_rows_backward applied to softmax_rows' output: for
+// tiles of short rows, rows of one chunk, and rows of several chunks.
+TEST(CpuDropoutBackward, PZeroGivesTheBitsOfTheSoftmaxBackwardOfTheForward) {
+  const Pair p{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32};
+  for (const Shape s : {Shape{7, 3}, Shape{200, 37}, Shape{9, 512}, Shape{5, 1025}, Shape{3, 3 * 8192 + 3}}) {
+    const uint64_t seed = softmax_test::fresh_seed();
+    const size_t n = size_t(s.rows * s.cols);
+    const Buffer x = softmax_grad_test::uniform(p.x, n, seed + 1, -30.0, 30.0);
+    const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 2, -2.0, 2.0);
+    const softmax_options o = softmax_grad_test::options(p, 2);
+    Buffer y(p.x, n), dx(p.x, n);
+    y.poison();
+    dx.poison();
+    ASSERT_EQ(softmax_rows(x.data(), y.data(), s.rows, s.cols, p.x, &o), SOFTMAX_STATUS_SUCCESS) << softmax_last_error();
+    ASSERT_EQ(softmax_rows_backward(y.data(), dy.data(), dx.data(), s.rows, s.cols, p.x, &o), SOFTMAX_STATUS_SUCCESS)
+        << softmax_last_error();
+    ASSERT_EQ(run_backward(x, dy, p, s.rows, s.cols, {0.0f, seed, 0}, 2).bytes, dx.bytes)
+        << s.rows << "x" << s.cols << " seed " << seed;
+  }
+}
+
 TEST(CpuDropoutBackward, NonFiniteRowsFollowFloat64) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (const Pair p : {Pair{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, Pair{SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16},
