@@ -40,9 +40,9 @@ constexpr int64_t kStoreUpToChunks = 8;
 
 // Rows of one chunk go in tiles of whole rows of about this many elements (a tile's s, g, keep
 // bytes and results stay in L1; rows longer than this, one to a tile). On a 2-core Zen 5 EPYC,
-// against one row at a time: 32 columns 11x faster, 128 3.5x, 512 1.3x, 1024-2048 1.15x,
-// 4096-8192 1.05x; tiles of 1024 elements were up to 5% slower at 128-1024 columns, tiles of
-// 4096 5-18% slower at 512-1024.
+// against one row at a time: 32 columns 11x faster, 128 3.8x, 512 1.3x, 1024-8192 1.08-1.22x;
+// tiles of 1024 elements were up to 5% slower at 128-1024 columns, tiles of 4096 5-18% slower at
+// 512-1024.
 constexpr int64_t kDropoutGradTileElems = 2048;
 
 // The softmax of x, a chunk at a time, in the work type T.
