@@ -24,32 +24,11 @@ import sys
 
 import torch
 
+from softmax_ctypes import Options, load
+
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3}
 FLAG_LOG, FLAG_Y_DTYPE = 1, 2
-
-
-class Options(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("backend", ctypes.c_int), ("flags", ctypes.c_uint32),
-                ("stream", ctypes.c_void_p), ("num_threads", ctypes.c_int32), ("y_dtype", ctypes.c_int)]
-
-
-def load(path):
-    lib = ctypes.CDLL(path)
-    p, i64, i32, f32, u64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_uint64
-    o = ctypes.POINTER(Options)
-    sig = {
-        "softmax_rows": [p, p, i64, i64, i32, o],
-        "softmax_dropout": [p, p, p, i64, i64, i32, f32, u64, u64, o],
-        "softmax_rows_backward": [p, p, p, i64, i64, i32, o],
-        "softmax_dropout_backward": [p, p, p, i64, i64, i32, f32, u64, u64, o],
-        "softmax_row_stats": [p, p, p, i64, i64, i32, o],
-    }
-    for name, args in sig.items():
-        getattr(lib, name).argtypes = args
-        getattr(lib, name).restype = ctypes.c_int
-    lib.softmax_last_error.restype = ctypes.c_char_p
-    return lib
 
 
 def opts(flags=0, y_dtype=0):
