@@ -140,15 +140,18 @@ RowError grad_row_error(const float* y, const float* dy, const float* dx, int64_
 
 RowError dropout_grad_row_error(const float* x, const float* dy, const float* dx, int64_t cols,
                                 const DropoutExpect& d, int64_t flat_base) {
+  // s and g once (backward_error reads each element twice).
   const RowStats st = row_stats(x, cols);
   const double scale = 1.0 / (1.0 - double(d.p));
-  return backward_error([&](int64_t c) { return std::exp(double(x[c]) - st.max) / st.sum; },
-                        [&](int64_t c) {
-                          const bool keep = softmax_internal::dropout_keep(d.seed, d.offset,
-                                                                           static_cast<uint64_t>(flat_base + c), d.p);
-                          return keep ? double(dy[c]) * scale : 0.0;
-                        },
-                        dx, cols, false);
+  std::vector<double> s(static_cast<size_t>(cols)), g(static_cast<size_t>(cols));
+#pragma omp parallel for if (cols > (1 << 20))
+  for (int64_t c = 0; c < cols; ++c) {
+    s[size_t(c)] = std::exp(double(x[c]) - st.max) / st.sum;
+    const bool keep = softmax_internal::dropout_keep(d.seed, d.offset, static_cast<uint64_t>(flat_base + c), d.p);
+    g[size_t(c)] = keep ? double(dy[c]) * scale : 0.0;
+  }
+  return backward_error([&](int64_t c) { return s[size_t(c)]; }, [&](int64_t c) { return g[size_t(c)]; }, dx, cols,
+                        false);
 }
 
 double tolerance_for(softmax_dtype dtype, bool float_sum) {

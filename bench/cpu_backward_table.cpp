@@ -44,6 +44,7 @@ struct BackwardRun {
   const Options& o;
   Report* report;
   Shape shape;
+  const float* x;  // the forward's input, from which y is made
   const float* y;
   const float* dy;
   float* dx;
@@ -51,9 +52,9 @@ struct BackwardRun {
   int reps;
   std::vector<int64_t> sampled;
 
-  // dropout: softmax_dropout_backward's rows, checked from x (the forward's input) and dy.
+  // dropout: softmax_dropout_backward's rows, checked from x and dy.
   Row measure(const std::string& variant, bool log, bool float_sum, const Call& call, const std::string& note = "",
-              const DropoutExpect* dropout = nullptr, const float* x = nullptr) {
+              const DropoutExpect* dropout = nullptr) {
     Row row;
     row.note = note;
     row.device = "cpu";
@@ -125,14 +126,18 @@ void run_cpu_backward_table(const Options& o, Report* report, const std::vector<
       "CPU: softmax backward, f32 (GB/s = bytes of y (the dropout backward: x) + dy + dx over the median time)");
   for (const Shape& shape : shapes) {
     const size_t bytes = static_cast<size_t>(shape.elements()) * sizeof(float);
-    HostBytes y_bytes = host_alloc(bytes), dy_bytes = host_alloc(bytes), dx_bytes = host_alloc(bytes);
+    HostBytes x_bytes = host_alloc(bytes), y_bytes = host_alloc(bytes), dy_bytes = host_alloc(bytes),
+              dx_bytes = host_alloc(bytes);
+    float* x = reinterpret_cast<float*>(x_bytes.get());
     float* y = reinterpret_cast<float*>(y_bytes.get());
     float* dy = reinterpret_cast<float*>(dy_bytes.get());
     float* dx = reinterpret_cast<float*>(dx_bytes.get());
+    // The forward rows' x (same seed).
+    fill_host_input(x, SOFTMAX_DTYPE_F32, shape.elements(), o.seed ^ static_cast<uint64_t>(shape.cols), o.threads);
     fill_host_input(dy, SOFTMAX_DTYPE_F32, shape.elements(), (o.seed ^ kDySeedSalt) ^ static_cast<uint64_t>(shape.cols),
                     o.threads);
     const Row* copy = report->find("cpu", "rows", shape.rows, shape.cols, "f32", "copy");
-    BackwardRun run{o, report, shape, y, dy, dx, copy ? copy->gbs : NAN, reps,
+    BackwardRun run{o, report, shape, x, y, dy, dx, copy ? copy->gbs : NAN, reps,
                     sample_rows(shape.rows, shape.cols, int64_t(1) << 24, o.seed + 2)};
 
     for (const bool log : {false, true}) {
@@ -140,31 +145,25 @@ void run_cpu_backward_table(const Options& o, Report* report, const std::vector<
       opt.backend = SOFTMAX_BACKEND_CPU;
       opt.num_threads = o.threads;
       opt.flags = log ? SOFTMAX_FLAG_LOG : 0u;
-      // The forward rows' x (same seed), made into y in place.
-      fill_host_input(y, SOFTMAX_DTYPE_F32, shape.elements(), o.seed ^ static_cast<uint64_t>(shape.cols), o.threads);
-      const softmax_status forward = softmax_rows(y, y, shape.rows, shape.cols, SOFTMAX_DTYPE_F32, &opt);
+      const softmax_status forward = softmax_rows(x, y, shape.rows, shape.cols, SOFTMAX_DTYPE_F32, &opt);
       if (forward != SOFTMAX_STATUS_SUCCESS) {
         std::printf("softmax_bench: the forward that makes y for the backward rows failed: %s\n",
                     softmax_last_error());
         std::exit(2);
       }
       const std::string suffix = log ? "_log" : "";
-      const Row lib = run.measure("libsoftmax_bwd" + suffix, log, false, library_backward(y, dy, dx, shape, opt));
+      const Call plain = library_backward(y, dy, dx, shape, opt);
+      const Row lib = run.measure("libsoftmax_bwd" + suffix, log, false, plain);
       if (!log) {
         // softmax_dropout_backward (p = 0.1) from the forward's x, and its time over the softmax
         // backward's from rounds of the two calls in turn (timing.h).
-        HostBytes x_bytes = host_alloc(bytes);
-        float* x = reinterpret_cast<float*>(x_bytes.get());
-        fill_host_input(x, SOFTMAX_DTYPE_F32, shape.elements(), o.seed ^ static_cast<uint64_t>(shape.cols), o.threads);
         DropoutExpect d;
         d.p = 0.1f;
         d.seed = o.seed;
-        const Row drop = run.measure("libsoftmax_dropout_bwd_p0.1", false, false,
-                                     library_dropout_backward(x, dy, dx, shape, d, opt), "", &d, x);
+        const Call dropout = library_dropout_backward(x, dy, dx, shape, d, opt);
+        const Row drop = run.measure("libsoftmax_dropout_bwd_p0.1", false, false, dropout, "", &d);
         if (lib.check == "pass" && drop.check == "pass") {
           std::string message;
-          const Call plain = library_backward(y, dy, dx, shape, opt);
-          const Call dropout = library_dropout_backward(x, dy, dx, shape, d, opt);
           const double ratio =
               median_ratios_in_turn(reps, [&] { plain(&message); }, {[&] { dropout(&message); }})[0];
           char line[200];
