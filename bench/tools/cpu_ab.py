@@ -9,7 +9,7 @@ every round count.
     python3 bench/tools/cpu_ab.py --libs old/libsoftmax.so.0,new/libsoftmax.so.0 \\
         --cases rows:65536x1024,dropout3:65536x1024,bwd:2097152x32,dbwd:2097152x32 [--threads 2]
 
-A case is op:ROWSxCOLS, op one of rows, log, dropout (p = 0.1 at offset 0), dropout1, dropout3
+A case is op:ROWSxCOLS, or op:ROWSxCOLS+K with every array K floats past a 64-byte boundary; op one of rows, log, dropout (p = 0.1 at offset 0), dropout1, dropout3
 (offsets 1 and 3), bwd, lbwd (log-softmax backward), dbwd, dbwd3 (dropout backward at offsets 0
 and 3); f32 throughout. Give each library as its own file (copies of libsoftmax.so.0 in separate
 folders load side by side). Prints, per case, round and library, the least time of --reps calls.
@@ -29,10 +29,10 @@ P, SEED = 0.1, 0x5EED
 class Floats:
     """n floats, 64-byte aligned (kept alive with their buffer)."""
 
-    def __init__(self, n):
+    def __init__(self, n, shift=0):
         self.n = n
-        self.buf = ctypes.create_string_buffer(4 * n + 64)
-        self.ptr = (ctypes.addressof(self.buf) + 63) & ~63
+        self.buf = ctypes.create_string_buffer(4 * (n + shift) + 64)
+        self.ptr = ((ctypes.addressof(self.buf) + 63) & ~63) + 4 * shift
 
     def fill_uniform(self, rng, lo, hi):
         # 64K random floats, then the block doubled until the array is full (fast in pure Python).
@@ -79,16 +79,18 @@ def main():
     rng = random.Random(1)
     for case in args.cases.split(","):
         op, shape = case.split(":")
+        shape, _, shift = shape.partition("+")
+        shift = int(shift or 0)
         rows, cols = (int(v) for v in shape.split("x"))
         n = rows * cols
-        a, b = Floats(n), Floats(n)
+        a, b = Floats(n, shift), Floats(n, shift)
         a.fill_uniform(rng, -8, 8)
         b.fill_uniform(rng, -8, 8)
         if op in ("bwd", "lbwd"):  # the backward takes the forward's output
             libs[0].softmax_rows(a.ptr, a.ptr, rows, cols, 0,
                                  ctypes.byref(Options(ctypes.sizeof(Options), 1, 1 if op == "lbwd" else 0, None,
                                                       args.threads, 0)))
-        outs = [Floats(n) for _ in libs]
+        outs = [Floats(n, shift) for _ in libs]
         calls = [call_of(lib, op, rows, cols, a, b, out, args.threads) for lib, out in zip(libs, outs)]
         for i, (call, lib, out) in enumerate(zip(calls, libs, outs)):
             out.fill_nan()
