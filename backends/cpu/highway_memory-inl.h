@@ -30,9 +30,20 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Loads of the last n < Lanes elements, padded with `pad`; memcpy because the caller's float
-// pointer need not be 4-byte aligned and we must not read past the end of the buffer.
+// AVX2 and AVX-512 masked loads and stores of f32 lanes (and AVX-512's of 8- and 16-bit lanes)
+// touch no memory outside their mask: no fault past the end of a buffer, no write to a
+// neighbour's bytes. A ragged tail is then one masked access; elsewhere it is copied through a
+// buffer, which also costs a failed store-to-load forward (a few dozen cycles) per tail.
+constexpr bool kMaskedF32Access = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2;
+constexpr bool kMaskedNarrowAccess = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3;
+
+// Loads of the last n < Lanes elements, padded with `pad`. The caller's float pointer need not be
+// 4-byte aligned and nothing past the end may be read.
 HWY_INLINE VF LoadTail(DF d, const float* p, size_t n, float pad) {
+  if constexpr (kMaskedF32Access) {
+    const auto m = hn::FirstN(d, n);
+    return hn::IfThenElse(m, hn::MaskedLoad(m, d, p), hn::Set(d, pad));
+  }
   HWY_ALIGN float buf[hn::MaxLanes(DF())];
   for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = pad;
   std::memcpy(buf, p, n * sizeof(float));
@@ -40,9 +51,26 @@ HWY_INLINE VF LoadTail(DF d, const float* p, size_t n, float pad) {
 }
 
 HWY_INLINE void StoreTail(DF d, VF v, float* p, size_t n) {
+  if constexpr (kMaskedF32Access) {
+    hn::BlendedStore(v, hn::FirstN(d, n), d, p);
+    return;
+  }
   HWY_ALIGN float buf[hn::MaxLanes(DF())];
   hn::Store(v, d, buf);
   std::memcpy(p, buf, n * sizeof(float));
+}
+
+// The keep bytes of the last n < Lanes(DF) elements as a mask over f32 lanes (lanes past n
+// false).
+HWY_INLINE hn::Mask<DF> KeptTail(DF d, const uint8_t* keep, size_t n) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  if constexpr (kMaskedNarrowAccess) {
+    return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::MaskedLoad(hn::FirstN(du8, n), du8, keep)), hn::Zero(du)));
+  }
+  HWY_ALIGN uint8_t k[hn::MaxLanes(DF())] = {};
+  std::memcpy(k, keep, n);
+  return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::Load(du8, k)), hn::Zero(du)));
 }
 
 // Software prefetch into L2. The max pass is the first touch of a row and runs straight into
@@ -118,6 +146,23 @@ HWY_INLINE const float* AsF32(const void* x, softmax_dtype dtype, size_t n) {
   return buf;
 }
 
+// Writes dst[i] = value(i, m) for i < n, where value(i, m) returns the vector of elements i ..
+// i + m - 1 (m <= Lanes; lanes past m are ignored): the whole vectors that lie on vector
+// boundaries with non-temporal stores, the partial ones at either end with ordinary masked
+// stores, so dst needs only 4-byte alignment.
+template <class Value>
+HWY_INLINE void StreamTo(float* dst, size_t n, Value&& value) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const size_t vec_bytes = N * sizeof(float);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+  const size_t head = std::min(n, ((vec_bytes - addr % vec_bytes) % vec_bytes) / sizeof(float));
+  if (head != 0) StoreTail(d, value(size_t{0}, head), dst, head);
+  size_t i = head;
+  for (; i + N <= n; i += N) hn::Stream(value(i, N), d, dst + i);
+  if (i < n) StoreTail(d, value(i, n - i), dst + i, n - i);
+}
+
 // Writes n finished fp32 values to y in its storage type. With `stream`, f32 output goes out
 // through non-temporal stores on whole aligned vectors (head and tail with ordinary stores).
 HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size_t n, bool stream) {
@@ -128,16 +173,12 @@ HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size
   if (dtype == SOFTMAX_DTYPE_F32) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
     if (stream && addr % sizeof(float) == 0) {
-      const size_t vec_bytes = N * sizeof(float);
-      const size_t head = std::min(n, ((vec_bytes - addr % vec_bytes) % vec_bytes) / sizeof(float));
-      std::memcpy(p, src, head * sizeof(float));
-      i = head;
-      float* y = reinterpret_cast<float*>(p);
-      for (; i + N <= n; i += N) hn::Stream(hn::LoadU(d, src + i), d, y + i);
-    } else {
-      for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, src + i), d, reinterpret_cast<float*>(p) + i);
+      StreamTo(reinterpret_cast<float*>(p), n,
+               [&](size_t j, size_t m) { return m == N ? hn::LoadU(d, src + j) : LoadTail(d, src + j, m, 0.0f); });
+      return;
     }
-    std::memcpy(p + 4 * i, src + i, (n - i) * sizeof(float));
+    for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, src + i), d, reinterpret_cast<float*>(p) + i);
+    if (i < n) StoreTail(d, LoadTail(d, src + i, n - i, 0.0f), reinterpret_cast<float*>(p + 4 * i), n - i);
     return;
   }
   if (dtype == SOFTMAX_DTYPE_F16 && !kHardwareF16) {

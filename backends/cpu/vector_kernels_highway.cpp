@@ -128,7 +128,7 @@ HWY_INLINE void ScaleInPlace(float* v, size_t n, float factor) {
   const VF f = hn::Set(d, factor);
   size_t i = 0;
   for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, v + i), f), d, v + i);
-  for (; i < n; ++i) v[i] *= factor;
+  if (i < n) StoreTail(d, hn::Mul(LoadTail(d, v + i, n - i, 0.0f), f), v + i, n - i);
 }
 
 // y = (x - max) - log_sum: two roundings, each relative to a small value, so large-magnitude
@@ -235,9 +235,9 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
   hn::BlendedStore(e[kVecs - 1], last_mask, d, out + (kVecs - 1) * N);
 }
 
-// RowInL1 for a vector-aligned f32 row of y whose length is a multiple of the vector: the e_i
-// wait in `scratch` (L1) and the scale pass writes them straight to y with non-temporal stores,
-// so the output costs one sweep and no separate copy.
+// RowInL1 for an f32 row of y (4-byte aligned) in a big output: the e_i wait in `scratch` (L1)
+// and the scale pass writes them straight to y, streamed (StreamTo), so the output costs one
+// sweep and no separate copy.
 HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t n, bool log_softmax) {
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -245,17 +245,34 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
   if (log_softmax) {
     const float s = ExpSum<false>(x, n, max, nullptr);
     const VF vm = hn::Set(d, max), vl = hn::Set(d, LogOfScaledSum(s));
-    for (size_t i = 0; i < n; i += N) hn::Stream(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+    StreamTo(y, n, [&](size_t i, size_t m) {
+      return hn::Sub(hn::Sub(m == N ? hn::LoadU(d, x + i) : LoadTail(d, x + i, m, 0.0f), vm), vl);
+    });
   } else {
     const float s = ExpSum<true>(x, n, max, scratch);
     const VF f = hn::Set(d, 1.0f / s);
-    for (size_t i = 0; i < n; i += N) hn::Stream(hn::Mul(hn::Load(d, scratch + i), f), d, y + i);
+    StreamTo(y, n, [&](size_t i, size_t m) {
+      return hn::Mul(m == N ? hn::LoadU(d, scratch + i) : LoadTail(d, scratch + i, m, 0.0f), f);
+    });
   }
 }
 
-// Whether RowInRegisters is safe here: it needs masked loads that do not fault.
-constexpr bool kHaveFaultFreeMaskedLoad =
-    HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2;
+// Rows of at least this many elements (2 KiB of f32) are streamed to y on their own even where
+// they do not start on a vector boundary: the partial vectors at either end, stored with ordinary
+// stores, hold a line in 16 or fewer.
+constexpr int64_t kStreamOwnRowElems = 512;
+
+// Whether short rows of f32 y are finished straight into y with non-temporal stores (StreamTo,
+// RowInRegisters' kStream): in big outputs (`stream`), where every row starts on a vector
+// boundary or is at least kStreamOwnRowElems long. Shorter rows off vector boundaries take
+// ordinary stores: on a 2-core Zen 5 EPYC, streaming them left a partial line at both ends of
+// every row (129-513 columns 1.1-1.5x as long), and a tile of rows streamed in one burst after
+// their arithmetic stalled the core (1000-4095 columns 1.2-1.45x, softmax_dropout 1.1-1.35x).
+HWY_INLINE bool StreamRows(const void* y, int64_t cols, bool stream) {
+  const size_t N = hn::Lanes(DF());
+  const bool rows_on_vectors = size_t(cols) % N == 0 && reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0;
+  return stream && (rows_on_vectors || cols >= kStreamOwnRowElems);
+}
 
 // kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
 template <size_t kVecs>
@@ -264,29 +281,13 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows
   const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const unsigned char* xb = static_cast<const unsigned char*>(x);
   unsigned char* yb = static_cast<unsigned char*>(y);
-  const bool f32_to_f32 = dtype.x == SOFTMAX_DTYPE_F32 && dtype.y == SOFTMAX_DTYPE_F32;
-  if (f32_to_f32 && !stream && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0) {
-    // Output that stays in cache: finish each row straight into y. In place is fine: every
-    // routine reads an element (or the whole row) before it writes the same position.
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
-      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
-      if (kVecs > 0) {
-        RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
-      } else {
-        RowInL1(xr, yr, size_t(cols), log_softmax);
-      }
-    }
-    return;
-  }
-  const size_t N = hn::Lanes(DF());
-  if (f32_to_f32 && stream && size_t(cols) % N == 0 &&
-      reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0) {
-    // Every row of y starts on a vector boundary: finish rows straight into y with
-    // non-temporal stores (the same arithmetic as the other branches).
+  const bool y_f32 = dtype.y == SOFTMAX_DTYPE_F32 && reinterpret_cast<uintptr_t>(y) % sizeof(float) == 0;
+  if (y_f32 && StreamRows(y, cols, stream)) {
+    // A big output: finish rows straight into y, streamed (the same arithmetic as the other
+    // branches; rows in registers are whole vectors of y here).
     float* scratch = kVecs > 0 ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(cols));
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = reinterpret_cast<const float*>(xb + size_t(r * cols) * xsize);
+      const float* xr = AsF32(xb + size_t(r * cols) * xsize, dtype.x, size_t(cols));
       float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
       if (kVecs > 0) {
         RowInRegisters<kVecs == 0 ? 1 : kVecs, true>(xr, yr, size_t(cols), log_softmax);
@@ -296,10 +297,24 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows
     }
     return;
   }
-  // Otherwise finish a tile of rows in L1 and write it out in one sweep: with non-temporal
-  // stores for big outputs (y's lines are not read before being overwritten), and converted
-  // to y's storage type. All rows of a tile are read before any of them is written, so in place
-  // with equal element sizes is fine.
+  if (y_f32) {
+    // Output that stays in cache, or short rows off vector boundaries: finish each row straight
+    // into y. In place is fine: every routine reads an element (or the whole row) before it
+    // writes the same position.
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = AsF32(xb + size_t(r * cols) * xsize, dtype.x, size_t(cols));
+      float* yr = reinterpret_cast<float*>(yb + size_t(r * cols) * ysize);
+      if (kVecs > 0) {
+        RowInRegisters<kVecs == 0 ? 1 : kVecs>(xr, yr, size_t(cols), log_softmax);
+      } else {
+        RowInL1(xr, yr, size_t(cols), log_softmax);
+      }
+    }
+    return;
+  }
+  // Otherwise (16-bit y, or y off a 4-byte boundary) finish a tile of rows in L1 and write
+  // it out in one sweep, converted to y's storage type. All rows of a tile are read before any
+  // of them is written, so in place with equal element sizes is fine.
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   float* tile = thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
@@ -319,7 +334,7 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows
 void ShortRows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                bool log_softmax, bool stream) {
   const int64_t N = int64_t(hn::Lanes(DF()));
-  if (kHaveFaultFreeMaskedLoad && cols <= 8 * N) {
+  if (kMaskedF32Access && cols <= 8 * N) {
     if (cols <= N) return ShortRowsWith<1>(x, y, dtype, rows, cols, log_softmax, stream);
     if (cols <= 2 * N) return ShortRowsWith<2>(x, y, dtype, rows, cols, log_softmax, stream);
     if (cols <= 3 * N) return ShortRowsWith<3>(x, y, dtype, rows, cols, log_softmax, stream);
@@ -430,10 +445,8 @@ void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish 
     hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
   }
   if (i < size_t(n)) {
-    HWY_ALIGN float tail[hn::MaxLanes(DF())];
-    const VF v = LoadTail(d, xc + i, size_t(n) - i, 0.0f);
-    hn::Store(ApplyFactor(vf, ExpScaled(d, hn::Sub(v, vs))), d, tail);
-    for (size_t j = 0; i + j < size_t(n); ++j) out[i + j] = keep[i + j] ? tail[j] : 0.0f;
+    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(LoadTail(d, xc + i, size_t(n) - i, 0.0f), vs)));
+    StoreTail(d, hn::IfThenElseZero(KeptTail(d, keep + i, size_t(n) - i), v), out + i, size_t(n) - i);
   }
   WriteTile(out, y, dtype.y, size_t(n), false);
 }
@@ -441,29 +454,27 @@ void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish 
 // ---- dropout ----------------------------------------------------------------------------------
 
 // dst = keep ? e * f : 0 for n scaled e values (keep: 0/1 bytes), with ordinary stores or, when
-// `stream` (dst vector-aligned, n whole vectors), non-temporal ones. dst may be e.
+// `stream`, through StreamTo (dst 4-byte aligned). dst may be e.
 HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const ScaledFactor& vf, float* dst,
                           bool stream) {
   const DF d;
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
-    const VF v = hn::IfThenElseZero(kept, ApplyFactor(vf, hn::LoadU(d, e + i)));
-    if (stream) {
-      hn::Stream(v, d, dst + i);
-    } else {
-      hn::StoreU(v, d, dst + i);
+  const auto value = [&](size_t i, size_t m) {
+    if (m == N) {
+      const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
+      return hn::IfThenElseZero(kept, ApplyFactor(vf, hn::LoadU(d, e + i)));
     }
+    return hn::IfThenElseZero(KeptTail(d, keep + i, m), ApplyFactor(vf, LoadTail(d, e + i, m, 0.0f)));
+  };
+  if (stream) {
+    StreamTo(dst, n, value);
+    return;
   }
-  if (i < n) {
-    HWY_ALIGN uint8_t k[hn::MaxLanes(DF())] = {};
-    std::memcpy(k, keep + i, n - i);
-    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, k)), hn::Zero(du)));
-    StoreTail(d, hn::IfThenElseZero(kept, ApplyFactor(vf, LoadTail(d, e + i, n - i, 0.0f))), dst + i, n - i);
-  }
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(value(i, N), d, dst + i);
+  if (i < n) StoreTail(d, value(i, n - i), dst + i, n - i);
 }
 
 #if HWY_TARGET != HWY_SCALAR
@@ -507,7 +518,7 @@ using DropoutRowsFn = void (*)(const unsigned char*, Dtypes, int64_t, int64_t, c
 template <bool kStream>
 DropoutRowsFn DropoutRowsInRegistersFor(int64_t cols) {
   const int64_t N = int64_t(hn::Lanes(DF()));
-  if (!kHaveFaultFreeMaskedLoad || cols > 8 * N) return nullptr;
+  if (!kMaskedF32Access || cols > 8 * N) return nullptr;
   switch ((cols + N - 1) / N) {
     case 1: return DropoutRowsInRegisters<1, kStream>;
     case 2: return DropoutRowsInRegisters<2, kStream>;
@@ -561,13 +572,12 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
                                       int64_t cols, uint64_t first, const DropoutRule& rule, uint8_t* mask,
                                       bool stream) {
   const size_t xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2, ysize = dtype.y == SOFTMAX_DTYPE_F32 ? 4 : 2;
-  const size_t N = hn::Lanes(DF());
-  // Where a row's results go: straight into an f32 y (ordinary stores: e is kept in y itself;
-  // non-temporal stores: e waits in a scratch row), or into a tile converted to y afterwards.
+  // Where a row's results go: straight into an f32 y, streamed where StreamRows says so (e
+  // waiting in a scratch row), else with ordinary stores (e kept in y itself); or into a tile
+  // converted to 16-bit y afterwards.
   const bool y_f32 = dtype.y == SOFTMAX_DTYPE_F32 && reinterpret_cast<uintptr_t>(yb) % sizeof(float) == 0;
-  const bool direct = y_f32 && !stream;
-  const bool direct_stream = y_f32 && stream && size_t(cols) % N == 0 &&
-                             reinterpret_cast<uintptr_t>(yb) % (N * sizeof(float)) == 0;
+  const bool direct_stream = y_f32 && StreamRows(yb, cols, stream);
+  const bool direct = y_f32 && !direct_stream;
   const int64_t tile_rows = std::max<int64_t>(1, kTileElems / cols);
   // Rows that fit in registers (into y itself, or into the tile) go a whole tile per call, the
   // next tile's draw after them (taken in batches of 256-4096 elements between the draw's
@@ -582,7 +592,7 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
                              hn::MaxLanes(DF()) + 63) & ~size_t{63};
   uint8_t* keep_now = static_cast<uint8_t*>(thread_scratch(ScratchSlot::Keep, 2 * keep_bytes));
   uint8_t* keep_next = keep_now + keep_bytes;
-  float* tile = direct || direct_stream ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
+  float* tile = y_f32 ? nullptr : thread_scratch_floats(ScratchSlot::Output, size_t(tile_rows * cols));
   float* row_e = direct_stream && in_registers == nullptr ? thread_scratch_floats(ScratchSlot::Exp, size_t(cols))
                                                           : nullptr;
   const auto draw_of = [&](int64_t r0, uint8_t* out) {

@@ -8,6 +8,7 @@
 #include <hwy/targets.h>
 
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -134,6 +135,43 @@ TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
       }
     }
   }
+}
+
+// Streamed f32 outputs (cpu_test_util.h) on each target: rows in registers (33 columns), in L1
+// (129, 1000), on and off vector boundaries, give the bits of that target's small calls and write
+// nothing outside y; softmax_dropout gives the same bits and mask at every alignment.
+TEST(CpuHighwayTargets, EveryRunnableTargetStreamsTheBitsOfSmallCalls) {
+  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
+  int tested = 0;
+  for (int bit = 0; bit < 63; ++bit) {
+    const int64_t target = int64_t{1} << bit;
+    if ((runnable & target) == 0) continue;
+    ForcedTarget forced(target);
+    ++tested;
+    for (const int64_t cols : {int64_t{33}, int64_t{129}, int64_t{1000}}) {
+      const int64_t rows = softmax_cpu_test::streamed_rows_for(cols);
+      const size_t n = size_t(rows * cols);
+      const uint64_t seed = softmax_test::fresh_seed();
+      const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, n, seed);
+      const std::vector<float> small = softmax_cpu_test::rows_in_small_calls(x, cols, false);
+      for (const size_t misalign : {size_t{0}, size_t{1}}) {
+        ASSERT_TRUE(softmax_cpu_test::streamed_rows_equal(x, cols, false, misalign, small))
+            << "target " << hwy::TargetName(target) << " cols " << cols << " misalign " << misalign << " seed "
+            << seed;
+      }
+      const softmax_options o = softmax_cpu_test::cpu_options(2);
+      softmax_cpu_test::GuardedF32 on(n, 0), off(n, 1);
+      std::vector<uint8_t> mask_on(n), mask_off(n, 7);
+      ASSERT_EQ(softmax_dropout(x.data(), on.y(), mask_on.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.25f, seed, 3, &o),
+                SOFTMAX_STATUS_SUCCESS);
+      ASSERT_EQ(softmax_dropout(x.data(), off.y(), mask_off.data(), rows, cols, SOFTMAX_DTYPE_F32, 0.25f, seed, 3, &o),
+                SOFTMAX_STATUS_SUCCESS);
+      ASSERT_TRUE(std::memcmp(on.y(), off.y(), n * sizeof(float)) == 0 && mask_on == mask_off &&
+                  on.guards_intact() && off.guards_intact())
+          << "target " << hwy::TargetName(target) << " dropout cols " << cols << " seed " << seed;
+    }
+  }
+  EXPECT_GT(tested, 0);
 }
 
 }  // namespace

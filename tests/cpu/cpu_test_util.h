@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -104,5 +106,89 @@ inline ::testing::AssertionResult dropout_matches_reference(const Buffer& x, con
 }
 
 inline bool same_bytes(const Buffer& a, const Buffer& b) { return a.bytes == b.bytes; }
+
+// ---- streamed outputs ----
+
+// f32 y of 32 MiB and more is finished with non-temporal stores where every row starts on a
+// vector boundary or is at least 512 elements long (the partial vectors at its ends with masked
+// ordinary stores), with ordinary stores otherwise, and smaller outputs always with ordinary
+// stores: routes that must give the same bits and write nothing outside y.
+inline constexpr size_t kStreamedBytes = size_t{32} << 20;
+
+inline int64_t streamed_rows_for(int64_t cols) {
+  return (int64_t(kStreamedBytes / 4) + cols - 1) / cols;
+}
+
+// An f32 output of n elements `misalign` floats past a 64-byte boundary, between guards of
+// 0xFF bytes.
+class GuardedF32 {
+ public:
+  static constexpr size_t kGuard = 32;  // floats on either side
+  GuardedF32(size_t n, size_t misalign)
+      : base_(static_cast<float*>(std::aligned_alloc(64, ((n + 2 * kGuard) * sizeof(float) + 63) & ~size_t{63}))),
+        y_(base_ + kGuard + misalign),
+        n_(n) {
+    std::memset(base_, 0xFF, (n + 2 * kGuard) * sizeof(float));
+  }
+  ~GuardedF32() { std::free(base_); }
+  GuardedF32(const GuardedF32&) = delete;
+  GuardedF32& operator=(const GuardedF32&) = delete;
+  float* y() const { return y_; }
+  // Whether every byte outside y[0 .. n) still holds the guard.
+  bool guards_intact() const {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(base_);
+    const size_t before = size_t(y_ - base_) * sizeof(float), end = before + n_ * sizeof(float);
+    const size_t total = (n_ + 2 * kGuard) * sizeof(float);
+    for (size_t i = 0; i < total; ++i) {
+      if ((i < before || i >= end) && b[i] != 0xFF) return false;
+    }
+    return true;
+  }
+
+ private:
+  float* base_;
+  float* y_;
+  size_t n_;
+};
+
+// CPU options for x of x_dtype into f32 y.
+inline softmax_options f32_y_options(softmax_dtype x_dtype, uint32_t flags) {
+  softmax_options o = cpu_options(2, flags);
+  if (x_dtype != SOFTMAX_DTYPE_F32) {
+    o.flags |= SOFTMAX_FLAG_Y_DTYPE;
+    o.y_dtype = SOFTMAX_DTYPE_F32;
+  }
+  return o;
+}
+
+// softmax_rows of x (streamed_rows_for(cols) rows) into a streamed f32 y `misalign` floats off
+// a 64-byte boundary, against `small`: the same rows in calls of at most 1 MiB of y.
+inline ::testing::AssertionResult streamed_rows_equal(const Buffer& x, int64_t cols, bool log_softmax,
+                                                      size_t misalign, const std::vector<float>& small) {
+  const int64_t rows = streamed_rows_for(cols);
+  const size_t n = size_t(rows * cols);
+  const softmax_options o = f32_y_options(x.dtype, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+  GuardedF32 y(n, misalign);
+  if (softmax_rows(x.data(), y.y(), rows, cols, x.dtype, &o) != SOFTMAX_STATUS_SUCCESS)
+    return ::testing::AssertionFailure() << softmax_last_error();
+  if (std::memcmp(small.data(), y.y(), n * sizeof(float)) != 0)
+    return ::testing::AssertionFailure() << "streamed output differs from small calls";
+  if (!y.guards_intact()) return ::testing::AssertionFailure() << "wrote outside y";
+  return ::testing::AssertionSuccess();
+}
+
+// The small calls of streamed_rows_equal.
+inline std::vector<float> rows_in_small_calls(const Buffer& x, int64_t cols, bool log_softmax) {
+  const int64_t rows = streamed_rows_for(cols), block = std::max<int64_t>(1, (int64_t{1} << 18) / cols);
+  const size_t es = softmax_test::element_size(x.dtype);
+  const softmax_options o = f32_y_options(x.dtype, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+  std::vector<float> small(size_t(rows * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t nr = std::min(block, rows - r0);
+    EXPECT_EQ(softmax_rows(x.bytes.data() + size_t(r0 * cols) * es, small.data() + r0 * cols, nr, cols, x.dtype, &o),
+              SOFTMAX_STATUS_SUCCESS);
+  }
+  return small;
+}
 
 }  // namespace softmax_cpu_test
