@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/chunk_merge.h"
+#include "backends/cpu/stream_policy.h"
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
@@ -68,15 +69,9 @@ inline int threads_for(const ExecContext& ctx, size_t elements) {
   return std::max(t, 1);
 }
 
-// Non-temporal stores pay off once the output is much bigger than the caches that would keep it
-// (and y will not be read back soon). SOFTMAX_CPU_STREAM_STORES=0 or =1 in the environment
-// overrides the size rule, for measuring either choice on a given machine.
-int stream_stores_override();  // -1: size rule, 0: never, 1: always (read once, cpu_backend.cpp)
-inline bool stream_output(const RowsView& v) {
-  const int forced = stream_stores_override();
-  if (forced >= 0) return forced == 1;
-  return v.y_bytes() >= (size_t{32} << 20);
-}
+// Whether y goes out through non-temporal stores (stream_policy.h; SOFTMAX_CPU_STREAM_STORES=0 or
+// =1 in the environment overrides the size rule, for measuring either choice on a machine).
+inline bool stream_output(const RowsView& v) { return stream_result_bytes(v.y_bytes()); }
 
 // Keep a long row's exp values for phase 2 (exp computed once) up to 1M elements = 4 MiB per
 // thread (fp64: 8 MiB); past that they would not stay in cache either and recomputing exp is

@@ -14,6 +14,7 @@
 #include "backends/cpu/chunked_rows.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/grad_scratch.h"
+#include "backends/cpu/stream_policy.h"
 
 namespace softmax_internal {
 namespace cpu {
@@ -41,14 +42,11 @@ struct OutArray {
   void* at(size_t i) const { return static_cast<unsigned char*>(base) + i * storage_size(type); }
 };
 
-// Non-temporal stores pay off for f32 results much bigger than the caches (32 MiB, the
-// forward's rule; SOFTMAX_CPU_STREAM_STORES=0/1 overrides it), and not in place: an output that
-// overwrites an input finds its lines in cache already.
+// Non-temporal stores for f32 results by the forward's rule (stream_policy.h), and not in place:
+// an output that overwrites an input finds its lines in cache already.
 inline bool stream_results(softmax_dtype out_type, bool fp64, bool in_place, size_t elements) {
   if (out_type != SOFTMAX_DTYPE_F32 || fp64 || in_place) return false;
-  const int forced = stream_stores_override();
-  if (forced >= 0) return forced == 1;
-  return elements * sizeof(float) >= (size_t{32} << 20);
+  return stream_result_bytes(elements * sizeof(float));
 }
 
 inline void widen(const void* s, softmax_dtype t, int64_t n, float* d) { widen_f32(s, t, n, d); }

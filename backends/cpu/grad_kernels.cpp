@@ -20,6 +20,7 @@
 
 #include "backends/cpu/full_range_exp.h"
 #include "backends/cpu/storage_convert.h"
+#include "backends/cpu/stream_policy.h"
 #include "backends/cpu/target_clones.h"
 
 #define SOFTMAX_GRAD_INLINE inline __attribute__((always_inline))
@@ -94,30 +95,6 @@ SOFTMAX_GRAD_INLINE T tree_sum_lanes(T* a) {
   return a[0];
 }
 
-// sum(a * b), or sum(b) when `log` (the log-softmax gradient needs only sum(dy)). The last,
-// partial block is zero-padded: a lane that gains 0 * 0 (or 0) keeps its value exactly, as an
-// accumulator that starts at +0 is never -0.
-template <class T>
-SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
-  constexpr size_t W = kVecLanes<T>;
-  Vec<T> acc[4] = {};
-  size_t i = 0;
-  if (log) {
-    for (; i + kLanes<T> <= n; i += kLanes<T>)
-      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], nullptr, b + i + k * W, true);
-  } else {
-    for (; i + kLanes<T> <= n; i += kLanes<T>)
-      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], a + i + k * W, b + i + k * W, false);
-  }
-  if (i < n) {
-    T ta[kLanes<T>] = {}, tb[kLanes<T>] = {};
-    std::memcpy(ta, a + i, (n - i) * sizeof(T));
-    std::memcpy(tb, b + i, (n - i) * sizeof(T));
-    for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], ta + k * W, tb + k * W, log);
-  }
-  return tree_sum<T>(acc);
-}
-
 SOFTMAX_GRAD_INLINE ExpClamp<float> exp_clamp(float) { return exp_clamp_f32(); }
 SOFTMAX_GRAD_INLINE ExpClamp<double> exp_clamp(double) { return exp_clamp_f64(); }
 SOFTMAX_GRAD_INLINE float exp_of(float x, ExpClamp<float> c) { return exp_f32(x, c); }
@@ -159,27 +136,27 @@ __attribute__((target("arch=x86-64-v4"), always_inline)) inline __m512 finish16_
   return _mm512_fnmadd_ps(_mm512_scalef_ps(p, k), d, g);
 }
 
-// The log-softmax gradient of `finish` on AVX-512, ordinary stores.
-__attribute__((target("arch=x86-64-v4"))) void log_finish_f32_avx512(const float* y, const float* dy, float* dx,
-                                                                    size_t n, float dot) {
-  const __m512 d = _mm512_set1_ps(dot);
-  for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(dx + i, m, finish16_avx512<true>(y + i, dy + i, m, d));
+// Sixteen results to p: non-temporal (p 64-byte aligned) or ordinary.
+template <bool kStream>
+__attribute__((target("arch=x86-64-v4"), always_inline)) inline void store16_avx512(float* p, __m512 v) {
+  if constexpr (kStream) {
+    _mm512_stream_ps(p, v);
+  } else {
+    _mm512_storeu_ps(p, v);
   }
 }
 
-// `finish` for one row or chunk, written to the caller's memory with 64-byte non-temporal
-// stores from dx's first 64-byte boundary on (masked ordinary stores before it and for a partial
-// last vector): no pass through a buffer. ahead != 0: each 64 bytes finished also prefetches the
-// y and dy `ahead` elements further on, so that memory keeps streaming the rows read next while
-// this one is finished from cache.
-template <bool kLog>
-__attribute__((target("arch=x86-64-v4"))) void finish_f32_streamed_avx512(const float* y, const float* dy,
-                                                                         float* dx, size_t n, float dot,
-                                                                         size_t ahead) {
+// `finish` for one row or chunk on AVX-512, written to the caller's memory: with kStream, 64-byte
+// non-temporal stores from dx's first 64-byte boundary on (masked ordinary stores before it and
+// for a partial last vector), else ordinary stores throughout; no pass through a buffer.
+// ahead != 0: each 64 bytes finished also prefetches the y and dy `ahead` elements further on,
+// so that memory keeps streaming the rows read next while this one is finished from cache.
+template <bool kLog, bool kStream>
+__attribute__((target("arch=x86-64-v4"))) void finish_f32_avx512(const float* y, const float* dy, float* dx,
+                                                                size_t n, float dot, size_t ahead) {
   const __m512 d = _mm512_set1_ps(dot);
-  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dx) % 64) % 64 / sizeof(float));
+  const size_t head =
+      kStream ? std::min(n, (64 - reinterpret_cast<uintptr_t>(dx) % 64) % 64 / sizeof(float)) : size_t{0};
   if (head > 0) {
     const __mmask16 m = __mmask16((1u << head) - 1u);
     _mm512_mask_storeu_ps(dx, m, finish16_avx512<kLog>(y, dy, m, d));
@@ -189,16 +166,91 @@ __attribute__((target("arch=x86-64-v4"))) void finish_f32_streamed_avx512(const 
     for (; i + 16 <= n; i += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(y + i + ahead), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(dy + i + ahead), _MM_HINT_T0);
-      _mm512_stream_ps(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
+      store16_avx512<kStream>(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
     }
   }
-  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
+  for (; i + 16 <= n; i += 16) store16_avx512<kStream>(dx + i, finish16_avx512<kLog>(y + i, dy + i, __mmask16(0xffff), d));
   if (i < n) {
     const __mmask16 m = __mmask16((1u << (n - i)) - 1u);
     _mm512_mask_storeu_ps(dx + i, m, finish16_avx512<kLog>(y + i, dy + i, m, d));
   }
 }
+
+// lane_dot for f32 on AVX-512, bit for bit: the same four 8-lane accumulators, the products
+// fused as the AVX2 and AVX-512 clones of lane_dot fuse them, the zero-padded last block loaded
+// masked, and the same fixed tree, folded in registers. The compiled loop padded that block
+// through a buffer on the stack, whose reloads waited on its stores (in cache, rows of 129
+// columns took 2.3x as long as rows of 128), and folded the tree through memory. (Two 16-lane
+// accumulators made rows of 1024 columns one float off a 64-byte boundary 16% slower.)
+__attribute__((target("arch=x86-64-v4"))) inline float lane_dot_f32_avx512(const float* a, const float* b, size_t n,
+                                                                          bool log) {
+  __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;  // accumulators 0-7, 8-15, 16-23, 24-31
+  size_t i = 0;
+  if (log) {
+    for (; i + 32 <= n; i += 32) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(b + i));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(b + i + 8));
+      v2 = _mm256_add_ps(v2, _mm256_loadu_ps(b + i + 16));
+      v3 = _mm256_add_ps(v3, _mm256_loadu_ps(b + i + 24));
+    }
+  } else {
+    for (; i + 32 <= n; i += 32) {
+      v0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), v0);
+      v1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), v1);
+      v2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), v2);
+      v3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), v3);
+    }
+  }
+  if (i < n) {
+    // The zero-padded last block, loaded masked: lanes past n add +0 (0 * 0), which leaves an
+    // accumulator that started at +0 unchanged.
+    const size_t m = n - i;
+    const auto mask = [m](size_t k) {
+      return m >= 8 * (k + 1) ? __mmask8(0xff) : m <= 8 * k ? __mmask8(0) : __mmask8((1u << (m - 8 * k)) - 1u);
+    };
+    __m256* v[4] = {&v0, &v1, &v2, &v3};
+    for (size_t k = 0; k < 4; ++k) {
+      const __m256 bk = _mm256_maskz_loadu_ps(mask(k), b + i + 8 * k);
+      *v[k] = log ? _mm256_add_ps(*v[k], bk) : _mm256_fmadd_ps(_mm256_maskz_loadu_ps(mask(k), a + i + 8 * k), bk, *v[k]);
+    }
+  }
+  // tree_sum: (v0 + v2) + (v1 + v3), then lanes j += j + 4, j + 2, j + 1.
+  const __m256 folded = _mm256_add_ps(_mm256_add_ps(v0, v2), _mm256_add_ps(v1, v3));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(folded), _mm256_extractf128_ps(folded, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 #endif
+
+// sum(a * b), or sum(b) when `log` (the log-softmax gradient needs only sum(dy)). The last,
+// partial block is zero-padded: a lane that gains 0 * 0 (or 0) keeps its value exactly, as an
+// accumulator that starts at +0 is never -0.
+template <class T>
+SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
+#if SOFTMAX_CPU_X86_LEVELS
+  if constexpr (std::is_same_v<T, float>) {
+    if (have_x86_64_v4()) return lane_dot_f32_avx512(a, b, n, log);
+  }
+#endif
+  constexpr size_t W = kVecLanes<T>;
+  Vec<T> acc[4] = {};
+  size_t i = 0;
+  if (log) {
+    for (; i + kLanes<T> <= n; i += kLanes<T>)
+      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], nullptr, b + i + k * W, true);
+  } else {
+    for (; i + kLanes<T> <= n; i += kLanes<T>)
+      for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], a + i + k * W, b + i + k * W, false);
+  }
+  if (i < n) {
+    T ta[kLanes<T>] = {}, tb[kLanes<T>] = {};
+    std::memcpy(ta, a + i, (n - i) * sizeof(T));
+    std::memcpy(tb, b + i, (n - i) * sizeof(T));
+    for (size_t k = 0; k < 4; ++k) accumulate<T>(acc[k], ta + k * W, tb + k * W, log);
+  }
+  return tree_sum<T>(acc);
+}
 
 // dx = y * (dy - dot), or dx = dy - exp(y) * dot. Each element is read before its dx is
 // written, so dx == dy is fine.
@@ -207,7 +259,7 @@ SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot,
   if (log) {
 #if SOFTMAX_CPU_X86_LEVELS
     if constexpr (std::is_same_v<T, float>) {
-      if (have_x86_64_v4()) return log_finish_f32_avx512(y, dy, dx, n, dot);
+      if (have_x86_64_v4()) return finish_f32_avx512<true, false>(y, dy, dx, n, dot, 0);
     }
 #endif
     const ExpClamp<T> c = exp_clamp(T());
@@ -407,18 +459,18 @@ void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, floa
 #if SOFTMAX_CPU_X86_LEVELS
 namespace {
 
-// Rows of n elements finished into dx with non-temporal stores, each row's dot (unless given)
-// computed in the same loop: lane_dot inlined here is compiled for x86-64-v4 as in grad_dot_f32's
-// AVX-512 clone, so a row gets the bits that the buffered kernels give it, without a call through
-// the clone's resolver per row.
-template <bool kLog>
+// Rows of n elements finished straight into dx (kStream: with non-temporal stores), each row's
+// dot (unless given) computed in the same loop by lane_dot, lane_dot_f32_avx512 here as in every
+// other caller on this CPU: a row gets the bits that the buffered kernels give it, without a
+// call through a clone's resolver per row.
+template <bool kLog, bool kStream>
 __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float* y, const float* dy, float* dx,
                                                                    int64_t rows, size_t n, const float* row_dot,
                                                                    size_t ahead) {
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
     const float dot = row_dot != nullptr ? row_dot[r] : lane_dot<float>(y + o, dy + o, n, kLog);
-    finish_f32_streamed_avx512<kLog>(y + o, dy + o, dx + o, n, dot, ahead);
+    finish_f32_avx512<kLog, kStream>(y + o, dy + o, dx + o, n, dot, ahead);
   }
 }
 
@@ -431,12 +483,13 @@ bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows,
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
   const size_t ahead = prefetch_following ? prefetch_distance<float>(n) : 0;
-  if (log) {
-    streamed_rows_avx512<true>(y, dy, dx, rows, n, row_dot, ahead);
+  // Rows off 64-byte boundaries shorter than kStreamOwnRowElems take ordinary stores.
+  if (stream_rows_alone(dx, cols, 64)) {
+    (log ? streamed_rows_avx512<true, true> : streamed_rows_avx512<false, true>)(y, dy, dx, rows, n, row_dot, ahead);
+    _mm_sfence();
   } else {
-    streamed_rows_avx512<false>(y, dy, dx, rows, n, row_dot, ahead);
+    (log ? streamed_rows_avx512<true, false> : streamed_rows_avx512<false, false>)(y, dy, dx, rows, n, row_dot, ahead);
   }
-  _mm_sfence();
   return true;
 #else
   (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log, (void)prefetch_following;

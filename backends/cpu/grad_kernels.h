@@ -58,7 +58,8 @@ void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, 
                    const double* row_dot, bool log, bool prefetch_following);
 
 // grad_rows_f32 (rows of cols <= kChunkElems; or, with rows == 1 and row_dot given, one chunk of
-// a longer row) written to the caller's dx with non-temporal stores, then a store fence. Returns
+// a longer row) written straight to the caller's dx: with non-temporal stores and then a store
+// fence where stream_rows_alone (stream_policy.h) says so, else with ordinary stores. Returns
 // false, writing nothing, where the CPU lacks AVX-512 or dx is not 4-byte aligned: the caller
 // then computes into a buffer and streams it out (stream_store_f32). dx may not be dy.
 // prefetch_following: the caller reads the rows that follow these in memory next (a tile of

@@ -32,6 +32,7 @@
 #include <optional>
 
 #include "backends/cpu/dropout_keep_bytes.h"
+#include "backends/cpu/stream_policy.h"
 #include "backends/cpu/thread_scratch.h"
 #include "backends/cpu/vector_kernels.h"
 
@@ -257,21 +258,13 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
   }
 }
 
-// Rows of at least this many elements (2 KiB of f32) are streamed to y on their own even where
-// they do not start on a vector boundary: the partial vectors at either end, stored with ordinary
-// stores, hold a line in 16 or fewer.
-constexpr int64_t kStreamOwnRowElems = 512;
-
 // Whether short rows of f32 y are finished straight into y with non-temporal stores (StreamTo,
-// RowInRegisters' kStream): in big outputs (`stream`), where every row starts on a vector
-// boundary or is at least kStreamOwnRowElems long. Shorter rows off vector boundaries take
-// ordinary stores: on a 2-core Zen 5 EPYC, streaming them left a partial line at both ends of
-// every row (129-513 columns 1.1-1.5x as long), and a tile of rows streamed in one burst after
-// their arithmetic stalled the core (1000-4095 columns 1.2-1.45x, softmax_dropout 1.1-1.35x).
+// RowInRegisters' kStream), by stream_policy.h's rule; the others in a streamed output take
+// ordinary stores straight into y. (A tile of rows streamed out in one burst after their
+// arithmetic stalled the core at the stores: on a 2-core Zen 5 EPYC 1000-4095 columns took
+// 1.2-1.45x as long, softmax_dropout 1.1-1.35x.)
 HWY_INLINE bool StreamRows(const void* y, int64_t cols, bool stream) {
-  const size_t N = hn::Lanes(DF());
-  const bool rows_on_vectors = size_t(cols) % N == 0 && reinterpret_cast<uintptr_t>(y) % (N * sizeof(float)) == 0;
-  return stream && (rows_on_vectors || cols >= kStreamOwnRowElems);
+  return stream && stream_rows_alone(y, cols, hn::Lanes(DF()) * sizeof(float));
 }
 
 // kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
