@@ -35,8 +35,11 @@ namespace cpu {
 
 namespace {
 
-// Up to 8 chunks (s and g: 512 KiB in fp32, about one L2).
-constexpr int64_t kStoreUpToChunks = 8;
+// Rows of up to 1M columns (the forward's kStoreExpUpToCols; s and g 8 MiB per thread in fp32)
+// keep s and g between the passes. Recomputing them (exp and Philox again in each pass) took
+// 1.6-1.7x as long at 65537-1M columns on a 2-core Zen 5 EPYC, where their buffers, far past L2,
+// cost less than the arithmetic.
+constexpr int64_t kStoreUpToChunks = kStoreExpUpToCols / kChunkElems;
 
 // Rows of one chunk go in tiles of whole rows of about this many elements (a tile's s, g, keep
 // bytes and results stay in L1; rows longer than this, one to a tile). On a 2-core Zen 5 EPYC,
