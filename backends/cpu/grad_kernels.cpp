@@ -483,8 +483,8 @@ bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows,
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
   const size_t ahead = prefetch_following ? prefetch_distance<float>(n) : 0;
-  // Rows off 64-byte boundaries shorter than kStreamOwnRowElems take ordinary stores.
-  if (stream_rows_alone(dx, cols, 64)) {
+  // Short rows off 64-byte boundaries take ordinary stores (stream_policy.h).
+  if (stream_rows_alone(dx, cols, 64, kBackwardStreamRowsFrom)) {
     (log ? streamed_rows_avx512<true, true> : streamed_rows_avx512<false, true>)(y, dy, dx, rows, n, row_dot, ahead);
     _mm_sfence();
   } else {

@@ -20,20 +20,26 @@ inline bool stream_result_bytes(size_t bytes) {
   return bytes >= (size_t{32} << 20);
 }
 
-// Rows of at least this many f32 elements (2 KiB) are streamed on their own wherever they start:
-// the partial vectors at their two ends, stored with ordinary stores, hold a line in 16 or fewer.
-constexpr int64_t kStreamOwnRowElems = 512;
-
 // Within a streamed result, whether rows of `cols` f32 elements from `out` on go out through
 // non-temporal stores a row at a time: where every row starts on a boundary of `vector_bytes`, or
-// is at least kStreamOwnRowElems long. Shorter rows off those boundaries take ordinary stores: on
-// a 2-core Zen 5 EPYC, streaming them left a partially written line at both ends of every row
-// (softmax_rows at 129-513 columns 1.1-1.5x as long).
-inline bool stream_rows_alone(const void* out, int64_t cols, size_t vector_bytes) {
+// is at least `min_cols` long. A row streamed on its own off those boundaries leaves a partially
+// written line at each end, stored with ordinary stores; shorter rows take ordinary stores
+// throughout.
+inline bool stream_rows_alone(const void* out, int64_t cols, size_t vector_bytes, int64_t min_cols) {
   const bool rows_on_vectors = size_t(cols) * sizeof(float) % vector_bytes == 0 &&
                                reinterpret_cast<uintptr_t>(out) % vector_bytes == 0;
-  return rows_on_vectors || cols >= kStreamOwnRowElems;
+  return rows_on_vectors || cols >= min_cols;
 }
+
+// min_cols of the forward kernels (2 KiB rows). On a 2-core Zen 5 EPYC, rows streamed on their
+// own against ordinary stores: softmax_rows at 129-513 columns 1.1-1.45x the time, at 769-4095
+// 0.75-0.9x; softmax_dropout at 129 columns 1.45x, at 257-513 0.8-0.95x, at 769-4095 0.75-0.8x.
+constexpr int64_t kForwardStreamRowsFrom = 512;
+
+// min_cols of the backward kernels, whose rows of 129-384 columns streamed on their own took
+// 10-15% less time than with ordinary stores on the same machine, rows of 33-100 columns 3-25%
+// more (127: equal).
+constexpr int64_t kBackwardStreamRowsFrom = 128;
 
 }  // namespace cpu
 }  // namespace softmax_internal

@@ -264,7 +264,7 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
 // arithmetic stalled the core at the stores: on a 2-core Zen 5 EPYC 1000-4095 columns took
 // 1.2-1.45x as long, softmax_dropout 1.1-1.35x.)
 HWY_INLINE bool StreamRows(const void* y, int64_t cols, bool stream) {
-  return stream && stream_rows_alone(y, cols, hn::Lanes(DF()) * sizeof(float));
+  return stream && stream_rows_alone(y, cols, hn::Lanes(DF()) * sizeof(float), kForwardStreamRowsFrom);
 }
 
 // kVecs > 0: rows of at most kVecs vectors, in registers; 0: any row up to kChunkElems.
