@@ -26,15 +26,25 @@ class ForcedTarget {
   ~ForcedTarget() { hwy::SetSupportedTargetsForTest(0); }
 };
 
-TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
+// Runs body(target) for each Highway target this CPU can run, with that target forced meanwhile,
+// until a fatal failure; returns how many targets ran.
+template <class Body>
+int for_each_runnable_target(Body&& body) {
   const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
-  int tested = 0;
-  for (int bit = 0; bit < 63; ++bit) {
+  int ran = 0;
+  for (int bit = 0; bit < 63 && !::testing::Test::HasFatalFailure(); ++bit) {
     const int64_t target = int64_t{1} << bit;
     if ((runnable & target) == 0) continue;
     ForcedTarget forced(target);
-    ++tested;
     std::printf("forcing Highway target %s\n", hwy::TargetName(target));
+    body(target);
+    ++ran;
+  }
+  return ran;
+}
+
+TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
+  const int ran = for_each_runnable_target([&](int64_t target) {
     for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
       for (const int64_t cols : {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{33}, int64_t{65}, int64_t{1025},
                                  int64_t{20001}}) {
@@ -53,20 +63,14 @@ TEST(CpuHighwayTargets, EveryRunnableTargetMatchesReference) {
         }
       }
     }
-  }
-  EXPECT_GT(tested, 0);
+  });
+  EXPECT_GT(ran, 0);
 }
 
 TEST(CpuHighwayTargets, EveryRunnableTargetIsExactAtTheEndsOfTheRange) {
   // Exact +0 and -inf, subnormal outputs, largest magnitudes (cpu_test_util.h's exactness rows)
   // on each target, for rows in registers (7, 33, 65), in L1 (1025) and in chunks (20001).
-  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
-  int tested = 0;
-  for (int bit = 0; bit < 63; ++bit) {
-    const int64_t target = int64_t{1} << bit;
-    if ((runnable & target) == 0) continue;
-    ForcedTarget forced(target);
-    ++tested;
+  const int ran = for_each_runnable_target([&](int64_t target) {
     for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
       for (const int64_t cols : {int64_t{2}, int64_t{7}, int64_t{33}, int64_t{65}, int64_t{1025}, int64_t{20001}}) {
         for (const bool log_softmax : {false, true}) {
@@ -79,20 +83,16 @@ TEST(CpuHighwayTargets, EveryRunnableTargetIsExactAtTheEndsOfTheRange) {
         }
       }
     }
-  }
-  EXPECT_GT(tested, 0);
+  });
+  EXPECT_GT(ran, 0);
 }
 
 TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
   // Against the independent cuRAND restatement (curand_reference.h): every Philox phase
   // (offset % 4), offsets and seeds next to 2^64, groups of 4 straddling rows (3, 33) and chunks
   // (8195), for the short-row and the chunked dropout kernels.
-  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
   const uint64_t max = ~uint64_t{0};
-  for (int bit = 0; bit < 63; ++bit) {
-    const int64_t target = int64_t{1} << bit;
-    if ((runnable & target) == 0) continue;
-    ForcedTarget forced(target);
+  const int ran = for_each_runnable_target([&](int64_t target) {
     for (const int64_t cols : {int64_t{3}, int64_t{33}, int64_t{1027}, int64_t{8195}}) {
       for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{4}, uint64_t{5},
                                     uint64_t{6}, uint64_t{7}, max - 2, max}) {
@@ -134,20 +134,15 @@ TEST(CpuHighwayTargets, EveryRunnableTargetGivesThePhiloxMask) {
             << "target " << hwy::TargetName(target) << " " << rows << "x" << cols << " offset " << offset;
       }
     }
-  }
+  });
+  EXPECT_GT(ran, 0);
 }
 
 // Streamed f32 outputs (cpu_test_util.h) on each target: rows in registers (33 columns), in L1
 // (129, 1000), on and off vector boundaries, give the bits of that target's small calls and write
 // nothing outside y; softmax_dropout gives the same bits and mask at every alignment.
 TEST(CpuHighwayTargets, EveryRunnableTargetStreamsTheBitsOfSmallCalls) {
-  const int64_t runnable = hwy::SupportedTargets() & HWY_TARGETS;
-  int tested = 0;
-  for (int bit = 0; bit < 63; ++bit) {
-    const int64_t target = int64_t{1} << bit;
-    if ((runnable & target) == 0) continue;
-    ForcedTarget forced(target);
-    ++tested;
+  const int ran = for_each_runnable_target([&](int64_t target) {
     for (const int64_t cols : {int64_t{33}, int64_t{129}, int64_t{1000}}) {
       const int64_t rows = softmax_cpu_test::streamed_rows_for(cols);
       const size_t n = size_t(rows * cols);
@@ -170,8 +165,8 @@ TEST(CpuHighwayTargets, EveryRunnableTargetStreamsTheBitsOfSmallCalls) {
                   on.guards_intact() && off.guards_intact())
           << "target " << hwy::TargetName(target) << " dropout cols " << cols << " seed " << seed;
     }
-  }
-  EXPECT_GT(tested, 0);
+  });
+  EXPECT_GT(ran, 0);
 }
 
 }  // namespace
