@@ -125,9 +125,11 @@ TEST_P(CpuDropout, MaskEqualsIndependentCurandReference) {
 TEST_P(CpuDropout, ManyTilesOfShortRowsMatchTheReference) {
   // Short rows go through the kernel in tiles of about 8K elements, the keep bytes of each tile
   // drawn between the rows of the one before: many tiles per thread, rows held in registers
-  // (33, 100 columns) and not (1024, 5000), groups of 4 straddling rows (3, 33), every phase.
+  // (33, 100, 201 columns) and not (1024, 5000), groups of 4 straddling rows (3, 33, 201), every
+  // phase.
   const softmax_dtype dtype = GetParam();
-  for (const Case c : {Case{3000, 3}, Case{1000, 33}, Case{300, 100}, Case{64, 1024}, Case{9, 5000}}) {
+  for (const Case c :
+       {Case{3000, 3}, Case{1000, 33}, Case{300, 100}, Case{150, 201}, Case{64, 1024}, Case{9, 5000}}) {
     for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
       const uint64_t seed = softmax_test::fresh_seed();
       const Buffer x = softmax_test::random_input(dtype, size_t(c.rows * c.cols), seed);
