@@ -460,16 +460,16 @@ void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, floa
 namespace {
 
 // Rows of n elements finished straight into dx (kStream: with non-temporal stores), each row's
-// dot (unless given) computed in the same loop by lane_dot, lane_dot_f32_avx512 here as in every
+// dot (unless given) computed in the same loop by lane_dot_f32_avx512, which lane_dot is in every
 // other caller on this CPU: a row gets the bits that the buffered kernels give it, without a
-// call through a clone's resolver per row.
+// call through a clone's resolver or lane_dot's test of the CPU per row.
 template <bool kLog, bool kStream>
 __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float* y, const float* dy, float* dx,
                                                                    int64_t rows, size_t n, const float* row_dot,
                                                                    size_t ahead) {
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
-    const float dot = row_dot != nullptr ? row_dot[r] : lane_dot<float>(y + o, dy + o, n, kLog);
+    const float dot = row_dot != nullptr ? row_dot[r] : lane_dot_f32_avx512(y + o, dy + o, n, kLog);
     finish_f32_avx512<kLog, kStream>(y + o, dy + o, dx + o, n, dot, ahead);
   }
 }

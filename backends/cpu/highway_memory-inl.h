@@ -60,6 +60,18 @@ HWY_INLINE void StoreTail(DF d, VF v, float* p, size_t n) {
   std::memcpy(p, buf, n * sizeof(float));
 }
 
+// m <= Lanes elements from p: a whole vector, or LoadTail's zero-padded part of one.
+HWY_INLINE VF LoadUpTo(DF d, const float* p, size_t m) {
+  return m == hn::Lanes(d) ? hn::LoadU(d, p) : LoadTail(d, p, m, 0.0f);
+}
+
+// The keep bytes (0/1) of a vector's elements as a mask over its f32 lanes.
+HWY_INLINE hn::Mask<DF> Kept(DF d, const uint8_t* keep) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint8_t, DF> du8;
+  return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep)), hn::Zero(du)));
+}
+
 // The keep bytes of the last n < Lanes(DF) elements as a mask over f32 lanes (lanes past n
 // false).
 HWY_INLINE hn::Mask<DF> KeptTail(DF d, const uint8_t* keep, size_t n) {
@@ -174,7 +186,7 @@ HWY_INLINE void WriteTile(const float* src, void* dst, softmax_dtype dtype, size
     const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
     if (stream && addr % sizeof(float) == 0) {
       StreamTo(reinterpret_cast<float*>(p), n,
-               [&](size_t j, size_t m) { return m == N ? hn::LoadU(d, src + j) : LoadTail(d, src + j, m, 0.0f); });
+               [&](size_t j, size_t m) { return LoadUpTo(d, src + j, m); });
       return;
     }
     for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, src + i), d, reinterpret_cast<float*>(p) + i);

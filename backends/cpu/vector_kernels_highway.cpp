@@ -247,13 +247,13 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
     const float s = ExpSum<false>(x, n, max, nullptr);
     const VF vm = hn::Set(d, max), vl = hn::Set(d, LogOfScaledSum(s));
     StreamTo(y, n, [&](size_t i, size_t m) {
-      return hn::Sub(hn::Sub(m == N ? hn::LoadU(d, x + i) : LoadTail(d, x + i, m, 0.0f), vm), vl);
+      return hn::Sub(hn::Sub(LoadUpTo(d, x + i, m), vm), vl);
     });
   } else {
     const float s = ExpSum<true>(x, n, max, scratch);
     const VF f = hn::Set(d, 1.0f / s);
     StreamTo(y, n, [&](size_t i, size_t m) {
-      return hn::Mul(m == N ? hn::LoadU(d, scratch + i) : LoadTail(d, scratch + i, m, 0.0f), f);
+      return hn::Mul(LoadUpTo(d, scratch + i, m), f);
     });
   }
 }
@@ -426,15 +426,13 @@ void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish 
   const float* xc = AsF32(x, dtype.x, size_t(n));
   float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
   const DF d;
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
   const VF vs = hn::Set(d, static_cast<float>(f.shift));
   const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
   size_t i = 0;
   for (; i + N <= size_t(n); i += N) {
     const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
-    const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
+    const auto kept = Kept(d, keep + i);
     hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
   }
   if (i < size_t(n)) {
@@ -451,13 +449,10 @@ void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish 
 HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const ScaledFactor& vf, float* dst,
                           bool stream) {
   const DF d;
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
   const auto value = [&](size_t i, size_t m) {
     if (m == N) {
-      const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, keep + i)), hn::Zero(du)));
-      return hn::IfThenElseZero(kept, ApplyFactor(vf, hn::LoadU(d, e + i)));
+      return hn::IfThenElseZero(Kept(d, keep + i), ApplyFactor(vf, hn::LoadU(d, e + i)));
     }
     return hn::IfThenElseZero(KeptTail(d, keep + i, m), ApplyFactor(vf, LoadTail(d, e + i, m, 0.0f)));
   };
@@ -484,8 +479,6 @@ template <size_t kVecs, bool kStream>
 HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, int64_t nr, int64_t cols,
                                          const uint8_t* keep, double scale, float* out) {
   const DF d;
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint8_t, DF> du8;
   const size_t N = hn::Lanes(d);
   const size_t n = size_t(cols), xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
@@ -497,7 +490,7 @@ HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, 
     const double s = double(ExpsInRegisters<kVecs>(x, n, v, m, e) * kExpUnscaleF32);
     const ScaledFactor f = MakeScaledFactor(d, static_cast<float>(1.0 / s * scale));
     for (size_t k = 0; k < kVecs; ++k) {
-      const auto kept = hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(du8, kr + k * N)), hn::Zero(du)));
+      const auto kept = Kept(d, kr + k * N);
       e[k] = hn::IfThenElseZero(kept, ApplyFactor(f, e[k]));
     }
     if (kStream) {
