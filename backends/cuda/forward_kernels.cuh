@@ -602,20 +602,45 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const int64_t cols = a.cols;
   const ResidentPart at(rs, cols, V);
   const Place p = split_tile_place<K>();
+  // The block's first row is loaded through registers. Later ones, where x's rows hold whole
+  // chunks on 16-byte boundaries, are copied into the stash (resident_split.cuh), each tile as
+  // soon as the previous row's tile in that slot is written: 256 rows of 1M f32 columns 6% faster
+  // on the H200. A lone row copied all at once ran slower (4M f32 columns 13.4 -> 15.2 us).
+  bool copies_ahead = false;
+  if constexpr (kHeldAsLoaded<T, A, Held>) {
+    copies_ahead = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && cols % V == 0;
+  }
+  const int part_tiles = int((at.end - at.begin + kSplitTile - 1) / kSplitTile);
+  auto copy_tile = [&](int64_t row, int64_t t, uint4* tile_stash) {
+    if constexpr (kHeldAsLoaded<T, A, Held>) {
+      static_assert(kHeldWords<Held> == K, "one held word per chunk");
+      const int64_t col0 = t * V;
+      stash_async<T, K, V, kSplitThreads>(tile_stash, static_cast<const T*>(a.x) + row * cols + col0,
+                                          at.limit(col0, kSplitTile * V), p, padding_word<T>(A(-INFINITY)));
+      close_copy_group();
+    }
+  };
 
   unsigned round = 0;
   for (int64_t row = at.group; row < a.rows; row += ex.groups, ++round) {
     // The part's (max, sum), its tiles kept as loaded.
+    const bool copied = copies_ahead && round > 0;
     Part acc{A(-INFINITY), {A(0)}};
     uint4* tile_stash = stash;
-    for (int64_t t = at.begin; t < at.end; t += kSplitTile, tile_stash += kTileWords) {
-      const int64_t col0 = t * V;
+    int tile_index = 0;
+    for (int64_t t = at.begin; t < at.end; t += kSplitTile, tile_stash += kTileWords, ++tile_index) {
       Held h;
-      h.load(a.x, a.x_end, row * cols + col0, at.limit(col0, kSplitTile * V), true, a.x_dtype, p, A(-INFINITY));
+      if (copied) {
+        await_copy_groups(part_tiles - 1 - tile_index);
+        unstash_held<kSplitThreads>(tile_stash, h);
+      } else {
+        const int64_t col0 = t * V;
+        h.load(a.x, a.x_end, row * cols + col0, at.limit(col0, kSplitTile * V), true, a.x_dtype, p, A(-INFINITY));
+      }
       Part tile;
       fold_exps<A, K, V>(h, false, tile);
       acc = merge(acc, tile);
-      stash_held<kSplitThreads>(tile_stash, h);
+      if (!copied) stash_held<kSplitThreads>(tile_stash, h);
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
@@ -629,6 +654,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     A factor = sh.to_m / S;
     if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
     const LogShift<A> log = LogShift<A>::of(a.log_output<kOp>(), M, S);
+    const int64_t next_row = row + ex.groups;
     tile_stash = stash;
     for (int64_t t = at.begin; t < at.end; t += kSplitTile, tile_stash += kTileWords) {
       const int64_t col0 = t * V;
@@ -640,6 +666,8 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
       Held h;
       unstash_held<kSplitThreads>(tile_stash, h);
       finish_split_tile<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, p, h, sh, factor, log, bits);
+      // The thread's stores above used the words it read from this slot, so it may refill it.
+      if (copies_ahead && next_row < a.rows) copy_tile(next_row, t, tile_stash);
     }
   }
 }

@@ -161,5 +161,64 @@ __device__ __forceinline__ void unstash_held(const uint4* tile, Held& h) {
   }
 }
 
+// ---- tiles copied into the stash asynchronously -----------------------------------------------
+// Rows of whole chunks on 16-byte boundaries need no realigning, so a tile can go straight from
+// global to shared memory with `cp.async`, in the words stash_held would write: no registers hold
+// it in flight, so a block can have its next row's tiles on the way while it writes this row's.
+
+// 16 bytes from global to shared memory, past L1, asynchronously.
+__device__ __forceinline__ void copy_async16(uint4* dst, const void* src) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(src) : "memory");
+}
+// Closes the copies issued since the last call into one group (one tile).
+__device__ __forceinline__ void close_copy_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` of the thread's groups are still in flight (at most 3 are kept:
+// more counts as 3, which only waits longer).
+__device__ __forceinline__ void await_copy_groups(int pending) {
+  switch (pending) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+  }
+}
+
+// Whether a held tile keeps its 16-byte chunks as the bytes loaded (f32 values, 16-bit rows
+// packed), so that copied words are the held ones: not 16-bit rows held in 8-byte chunks
+// (Narrow), nor the run-time types of the generic kernels.
+template <class T, class A, class Held>
+constexpr bool kHeldAsLoaded = !kGeneric<T> && kChunkBytes<T> == 16 &&
+                               (!Held::kHoldsValues || sizeof(A) == size_t(Elem<T>::kBytes));
+
+// A stash word of V padding elements, as a held tile keeps them.
+template <class T, class A>
+__device__ __forceinline__ uint4 padding_word(A pad) {
+  const uint64_t b = element_bits(pad, Elem<T>::kDtype);
+  if constexpr (Elem<T>::kBytes == 8) {
+    return make_uint4(uint32_t(b), uint32_t(b >> 32), uint32_t(b), uint32_t(b >> 32));
+  } else {
+    const uint32_t w = Elem<T>::kBytes == 4 ? uint32_t(b) : (uint32_t(b) | uint32_t(b) << 16);
+    return make_uint4(w, w, w, w);
+  }
+}
+
+// Copies a tile into its stash words: word k of the thread takes chunk p.chunk(k) of the tile
+// that starts at `first` (16-byte aligned); chunks at or past `limit` columns take `pad`.
+template <class T, int K, int V, int kThreads>
+__device__ __forceinline__ void stash_async(uint4* tile, const T* first, int limit, const Place& p, uint4 pad) {
+  static_assert(kChunkBytes<T> == 16 && sizeof(T) == Elem<T>::kBytes, "whole 16-byte chunks of T");
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = p.chunk(k);
+    uint4* dst = tile + k * kThreads + threadIdx.x;
+    if (c * V < limit) {
+      copy_async16(dst, first + int64_t(c) * V);
+    } else {
+      *dst = pad;
+    }
+  }
+}
+
 }  // namespace cuda_kernels
 }  // namespace softmax_internal

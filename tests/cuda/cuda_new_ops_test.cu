@@ -145,6 +145,39 @@ TEST(CudaBackward, SplitRowsInRounds) {
   run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, 40, 600001, true, 1, false);
   run_backward(SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_BF16, 9, 1 << 20, false, 0, true);
   run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 2, 4000000, false, 0, false);
+  run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 60, 300000, false, 0, false);
+  run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 41, 262144, true, 0, true);
+}
+
+// Resident split rows whose y and dy start on 16-byte boundaries go to shared memory by
+// cp.async after a block's first row, the next row while the block writes this one; others
+// through registers. Both sum the same tiles in the same order: one element off, or in place,
+// gives the same bits, over several rounds of rows per group.
+TEST(CudaBackward, CopiedTilesGiveTheBitsOfLoadedOnes) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{60, 300000}, {9, size_t{1} << 20}}) {
+      for (bool log_softmax : {false, true}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
+                                          << (log_softmax ? " log" : "") << " seed " << seed);
+        const size_t n = rows * cols;
+        const Buffer y = random_input(t, n, seed), dy = random_input(t, n, seed ^ 0x5eed);
+        const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+        auto run = [&](size_t offset, bool in_place) {
+          Dev yv(y, offset), dyv(dy, offset), dxv(t, n, offset);
+          void* dx = in_place ? dyv.p : dxv.p;
+          EXPECT_EQ(softmax_rows_backward(yv.p, dyv.p, dx, int64_t(rows), int64_t(cols), t, &o),
+                    SOFTMAX_STATUS_SUCCESS)
+              << softmax_last_error();
+          return (in_place ? dyv : dxv).host(t, n);
+        };
+        const Buffer copied = run(0, false), in_place = run(0, true), loaded = run(1, false);
+        EXPECT_EQ(0, std::memcmp(copied.data(), loaded.data(), n * element_size(t))) << "one element off";
+        EXPECT_EQ(0, std::memcmp(copied.data(), in_place.data(), n * element_size(t))) << "in place";
+      }
+    }
+  }
 }
 
 // More rows than the device holds blocks or clusters of the long-row kernels at once, so the

@@ -131,14 +131,57 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
 // and in place; 7M columns run in waves. SOFTMAX_CUDA_RESIDENT_SPLIT=0 runs every call in waves.
 TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
   REQUIRE_GPU();
-  const std::pair<size_t, size_t> shapes[] = {{1, 262145}, {9, size_t{1} << 20}, {40, 262147},
-                                              {21, 600001}, {1, 6000000},        {2, 7000000}};
+  const std::pair<size_t, size_t> shapes[] = {{1, 262145}, {9, size_t{1} << 20}, {40, 262147}, {21, 600001},
+                                              {100, 300000}, {1, 6000000}, {2, 7000000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
     for (auto [rows, cols] : shapes) {
       run_case({t, rows, cols, false});
       run_case({t, rows, cols, true, 1});
     }
     run_case({t, 5, 400003, false, 0, true});
+    run_case({t, 100, 300000, true, 0, true});
+  }
+}
+
+// Resident split rows that all start on 16-byte boundaries go from global to shared memory by
+// cp.async after a block's first row, the next row while the block writes this one; rows off
+// those boundaries are loaded through registers. Both fold the same tiles in the same order, so
+// a row one element off, or in place, gives the same bits: several rounds of rows per group, a
+// part and a tile cut short (300000 columns), softmax and log-softmax.
+TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
+  REQUIRE_GPU();
+  const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {9, size_t{1} << 20}, {40, 6000000 / 8}};
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (auto [rows, cols] : shapes) {
+      for (bool log_softmax : {false, true}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
+                                          << (log_softmax ? " log" : "") << " seed " << seed);
+        const size_t n = rows * cols, es = element_size(t);
+        const Buffer x = random_input(t, n, seed);
+        const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
+        auto run = [&](size_t offset_elems, bool in_place) {
+          DeviceBytes dx((n + offset_elems) * es), dy((n + offset_elems) * es);
+          Buffer y(t, n);
+          if (dx.p == nullptr || dy.p == nullptr) {
+            ADD_FAILURE() << "cudaMalloc failed";
+            return y;
+          }
+          void* xp = dx.at(offset_elems * es);
+          void* yp = in_place ? xp : dy.at(offset_elems * es);
+          EXPECT_EQ(cudaMemcpy(xp, x.data(), n * es, cudaMemcpyHostToDevice), cudaSuccess);
+          if (!in_place) EXPECT_EQ(poison(yp, n * es), cudaSuccess);
+          EXPECT_EQ(softmax_rows(xp, yp, int64_t(rows), int64_t(cols), t, &o), SOFTMAX_STATUS_SUCCESS)
+              << softmax_last_error();
+          EXPECT_EQ(cudaMemcpy(y.data(), yp, n * es, cudaMemcpyDeviceToHost), cudaSuccess);
+          return y;
+        };
+        const Buffer copied = run(0, false), in_place = run(0, true), loaded = run(1, false);
+        EXPECT_EQ(0, std::memcmp(copied.data(), loaded.data(), n * es)) << "one element off";
+        EXPECT_EQ(0, std::memcmp(copied.data(), in_place.data(), n * es)) << "in place";
+        EXPECT_TRUE(rows_match_reference(x, copied, rows, cols, log_softmax, rows_to_check(rows, cols, seed)));
+      }
+    }
   }
 }
 
