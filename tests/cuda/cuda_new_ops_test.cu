@@ -149,32 +149,42 @@ TEST(CudaBackward, SplitRowsInRounds) {
   run_backward(SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32, 41, 262144, true, 0, true);
 }
 
-// Resident split rows whose y and dy start on 16-byte boundaries go to shared memory by
-// cp.async after a block's first row, the next row while the block writes this one; others
-// through registers. Both sum the same tiles in the same order: one element off, or in place,
-// gives the same bits, over several rounds of rows per group.
+// Resident split rows after a block's first, where every row of y and dy starts on a 16-byte
+// boundary, go to shared memory by cp.async, the next row while the block writes this one; a
+// block's first row, and rows off those boundaries, go through registers. Both sum the same tiles
+// in the same order: a row alone (loaded), in a batch (copied), one element off (loaded) or in
+// place gives the same bits, over several rounds of rows.
 TEST(CudaBackward, CopiedTilesGiveTheBitsOfLoadedOnes) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
-    for (auto [rows, cols] : {std::pair<size_t, size_t>{60, 300000}, {9, size_t{1} << 20}}) {
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{60, 300000}, {60, 300001}, {9, size_t{1} << 20}}) {
       for (bool log_softmax : {false, true}) {
         const uint64_t seed = fresh_seed();
         SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
                                           << (log_softmax ? " log" : "") << " seed " << seed);
-        const size_t n = rows * cols;
+        const size_t n = rows * cols, es = element_size(t);
         const Buffer y = random_input(t, n, seed), dy = random_input(t, n, seed ^ 0x5eed);
         const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-        auto run = [&](size_t offset, bool in_place) {
-          Dev yv(y, offset), dyv(dy, offset), dxv(t, n, offset);
+        auto rows_of = [&](const Buffer& b, size_t first, size_t count) {
+          Buffer part(t, count * cols);
+          std::memcpy(part.data(), b.bytes.data() + first * cols * es, count * cols * es);
+          return part;
+        };
+        auto run = [&](size_t first, size_t count, size_t offset, bool in_place) {
+          Dev yv(rows_of(y, first, count), offset), dyv(rows_of(dy, first, count), offset), dxv(t, count * cols, offset);
           void* dx = in_place ? dyv.p : dxv.p;
-          EXPECT_EQ(softmax_rows_backward(yv.p, dyv.p, dx, int64_t(rows), int64_t(cols), t, &o),
+          EXPECT_EQ(softmax_rows_backward(yv.p, dyv.p, dx, int64_t(count), int64_t(cols), t, &o),
                     SOFTMAX_STATUS_SUCCESS)
               << softmax_last_error();
-          return (in_place ? dyv : dxv).host(t, n);
+          return (in_place ? dyv : dxv).host(t, count * cols);
         };
-        const Buffer copied = run(0, false), in_place = run(0, true), loaded = run(1, false);
-        EXPECT_EQ(0, std::memcmp(copied.data(), loaded.data(), n * element_size(t))) << "one element off";
-        EXPECT_EQ(0, std::memcmp(copied.data(), in_place.data(), n * element_size(t))) << "in place";
+        const Buffer batch = run(0, rows, 0, false), in_place = run(0, rows, 0, true), off = run(0, rows, 1, false);
+        EXPECT_EQ(0, std::memcmp(batch.data(), off.data(), n * es)) << "one element off";
+        EXPECT_EQ(0, std::memcmp(batch.data(), in_place.data(), n * es)) << "in place";
+        for (size_t r : {rows / 2, rows - 1}) {
+          const Buffer alone = run(r, 1, 0, false);
+          EXPECT_EQ(0, std::memcmp(alone.data(), batch.bytes.data() + r * cols * es, cols * es)) << "row " << r << " alone";
+        }
       }
     }
   }

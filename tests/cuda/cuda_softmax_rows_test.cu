@@ -143,24 +143,27 @@ TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
   }
 }
 
-// Resident split rows that all start on 16-byte boundaries go from global to shared memory by
-// cp.async after a block's first row, the next row while the block writes this one; rows off
-// those boundaries are loaded through registers. Both fold the same tiles in the same order, so
-// a row one element off, or in place, gives the same bits: several rounds of rows per group, a
-// part and a tile cut short (300000 columns), softmax and log-softmax.
+// Resident split rows after a block's first, where every row starts on a 16-byte boundary, go
+// from global to shared memory by cp.async, the next row while the block writes this one; a
+// block's first row, and rows off those boundaries, are loaded through registers. Both fold the
+// same tiles in the same order, so a row gives the same bits alone (a lone row is loaded) as in a
+// batch (copied), one element off (loaded), or in place: several rounds of rows per group, a part
+// and a tile cut short (300000 columns), an odd length, softmax and log-softmax.
 TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
   REQUIRE_GPU();
-  const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {9, size_t{1} << 20}, {40, 6000000 / 8}};
+  const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {100, 300001}, {9, size_t{1} << 20}, {40, 750000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
     for (auto [rows, cols] : shapes) {
       for (bool log_softmax : {false, true}) {
         const uint64_t seed = fresh_seed();
         SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
                                           << (log_softmax ? " log" : "") << " seed " << seed);
-        const size_t n = rows * cols, es = element_size(t);
-        const Buffer x = random_input(t, n, seed);
+        const size_t es = element_size(t);
+        const Buffer x = random_input(t, rows * cols, seed);
         const softmax_options o = cuda_options(nullptr, log_softmax ? SOFTMAX_FLAG_LOG : 0u);
-        auto run = [&](size_t offset_elems, bool in_place) {
+        // Rows [first, first + count) of x, `offset_elems` into their allocation.
+        auto run = [&](size_t first, size_t count, size_t offset_elems, bool in_place) {
+          const size_t n = count * cols;
           DeviceBytes dx((n + offset_elems) * es), dy((n + offset_elems) * es);
           Buffer y(t, n);
           if (dx.p == nullptr || dy.p == nullptr) {
@@ -169,17 +172,21 @@ TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
           }
           void* xp = dx.at(offset_elems * es);
           void* yp = in_place ? xp : dy.at(offset_elems * es);
-          EXPECT_EQ(cudaMemcpy(xp, x.data(), n * es, cudaMemcpyHostToDevice), cudaSuccess);
+          EXPECT_EQ(cudaMemcpy(xp, x.bytes.data() + first * cols * es, n * es, cudaMemcpyHostToDevice), cudaSuccess);
           if (!in_place) EXPECT_EQ(poison(yp, n * es), cudaSuccess);
-          EXPECT_EQ(softmax_rows(xp, yp, int64_t(rows), int64_t(cols), t, &o), SOFTMAX_STATUS_SUCCESS)
+          EXPECT_EQ(softmax_rows(xp, yp, int64_t(count), int64_t(cols), t, &o), SOFTMAX_STATUS_SUCCESS)
               << softmax_last_error();
           EXPECT_EQ(cudaMemcpy(y.data(), yp, n * es, cudaMemcpyDeviceToHost), cudaSuccess);
           return y;
         };
-        const Buffer copied = run(0, false), in_place = run(0, true), loaded = run(1, false);
-        EXPECT_EQ(0, std::memcmp(copied.data(), loaded.data(), n * es)) << "one element off";
-        EXPECT_EQ(0, std::memcmp(copied.data(), in_place.data(), n * es)) << "in place";
-        EXPECT_TRUE(rows_match_reference(x, copied, rows, cols, log_softmax, rows_to_check(rows, cols, seed)));
+        const Buffer batch = run(0, rows, 0, false), in_place = run(0, rows, 0, true), off = run(0, rows, 1, false);
+        EXPECT_EQ(0, std::memcmp(batch.data(), off.data(), rows * cols * es)) << "one element off";
+        EXPECT_EQ(0, std::memcmp(batch.data(), in_place.data(), rows * cols * es)) << "in place";
+        for (size_t r : {rows / 2, rows - 1}) {
+          const Buffer alone = run(r, 1, 0, false);
+          EXPECT_EQ(0, std::memcmp(alone.data(), batch.bytes.data() + r * cols * es, cols * es)) << "row " << r << " alone";
+        }
+        EXPECT_TRUE(rows_match_reference(x, batch, rows, cols, log_softmax, rows_to_check(rows, cols, seed)));
       }
     }
   }
