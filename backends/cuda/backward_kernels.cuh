@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   // Where y and dy hold whole chunks on 16-byte boundaries, the block's first row is loaded
   // through registers and later ones are copied into the stash (resident_split.cuh), each tile as
   // soon as the previous row's tile in that slot is written (H200, 256 rows of 1M f32 columns
-  // +11%, 1024 rows of 256K +19%). Other rows load a tile ahead of the tile being summed, across
+  // +8%, 1024 rows of 256K +18%). Other rows load a tile ahead of the tile being summed, across
   // rows, so that the next row's first tile is in flight while the block waits for its group and
   // writes dx (256 rows of 1M columns: f32 +6%, bf16 +12%); the kernel spilled where rows copied
   // ahead used that stream for their first row.

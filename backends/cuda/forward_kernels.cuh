@@ -604,8 +604,8 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const Place p = split_tile_place<K>();
   // The block's first row is loaded through registers. Later ones, where x's rows hold whole
   // chunks on 16-byte boundaries, are copied into the stash (resident_split.cuh), each tile as
-  // soon as the previous row's tile in that slot is written: 256 rows of 1M f32 columns 6% faster
-  // on the H200. A lone row copied all at once ran slower (4M f32 columns 13.4 -> 15.2 us).
+  // soon as the previous row's tile in that slot is written: 256 rows of 1M f32 columns 5-6%
+  // faster on the H200. A lone row copied all at once ran slower (4M f32 columns 13.4 -> 15.2 us).
   bool copies_ahead = false;
   if constexpr (kHeldAsLoaded<T, A, Held>) {
     copies_ahead = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && cols % V == 0;
