@@ -222,12 +222,8 @@ __global__ void __launch_bounds__(kSplitThreads, 3) resident_split_rows_backward
   // rows, so that the next row's first tile is in flight while the block waits for its group and
   // writes dx (256 rows of 1M columns: f32 +6%, bf16 +12%); the kernel spilled where rows copied
   // ahead used that stream for their first row.
-  bool copies_ahead = false;
-  if constexpr (kHeldAsLoaded<T, A, Held>) {
-    copies_ahead = reinterpret_cast<uintptr_t>(a.y) % 16 == 0 && reinterpret_cast<uintptr_t>(a.dy) % 16 == 0 &&
-                   cols % V == 0;
-  }
-  const int part_tiles = int((at.end - at.begin + kTile - 1) / kTile);
+  const bool copies_ahead = rows_copied_ahead<T, A, Held>(cols, a.y, a.dy);
+  const int part_tiles = at.tiles(kTile);
   auto copy_tile = [&](int64_t row, int64_t t, uint4* tile_stash) {
     if constexpr (kHeldAsLoaded<T, A, Held>) {
       static_assert(kHeldWords<Held> == K, "one held word per chunk");

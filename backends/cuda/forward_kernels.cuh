@@ -606,11 +606,8 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   // chunks on 16-byte boundaries, are copied into the stash (resident_split.cuh), each tile as
   // soon as the previous row's tile in that slot is written: 256 rows of 1M f32 columns 5-6%
   // faster on the H200. A lone row copied all at once ran slower (4M f32 columns 13.4 -> 15.2 us).
-  bool copies_ahead = false;
-  if constexpr (kHeldAsLoaded<T, A, Held>) {
-    copies_ahead = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && cols % V == 0;
-  }
-  const int part_tiles = int((at.end - at.begin + kSplitTile - 1) / kSplitTile);
+  const bool copies_ahead = rows_copied_ahead<T, A, Held>(cols, a.x, a.x);
+  const int part_tiles = at.tiles(kSplitTile);
   auto copy_tile = [&](int64_t row, int64_t t, uint4* tile_stash) {
     if constexpr (kHeldAsLoaded<T, A, Held>) {
       static_assert(kHeldWords<Held> == K, "one held word per chunk");

@@ -107,6 +107,10 @@ struct ResidentPart {
   __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
     return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
   }
+  // Tiles of `tile_chunks` chunks in the part, the last one possibly short.
+  __device__ __forceinline__ int tiles(int64_t tile_chunks) const {
+    return int((end - begin + tile_chunks - 1) / tile_chunks);
+  }
 };
 
 // A part's tiles over its group's rows, row by row, as one stream whose loads a block issues
@@ -188,19 +192,27 @@ __device__ __forceinline__ void await_copy_groups(int pending) {
 // packed), so that copied words are the held ones: not 16-bit rows held in 8-byte chunks
 // (Narrow), nor the run-time types of the generic kernels.
 template <class T, class A, class Held>
-constexpr bool kHeldAsLoaded = !kGeneric<T> && kChunkBytes<T> == 16 &&
+constexpr bool kHeldAsLoaded = !kGeneric<T> && kChunkBytes<T> == 16 && Elem<T>::kBytes <= 4 &&
                                (!Held::kHoldsValues || sizeof(A) == size_t(Elem<T>::kBytes));
 
-// A stash word of V padding elements, as a held tile keeps them.
+// Whether a block may copy its later rows ahead: the tile is held as loaded and every row of the
+// arrays at p and q (rows of `cols` elements) starts on a 16-byte boundary with whole chunks.
+template <class T, class A, class Held>
+__device__ __forceinline__ bool rows_copied_ahead(int64_t cols, const void* p, const void* q) {
+  if constexpr (kHeldAsLoaded<T, A, Held>) {
+    return (reinterpret_cast<uintptr_t>(p) | reinterpret_cast<uintptr_t>(q)) % 16 == 0 && cols % kChunkElems<T> == 0;
+  } else {
+    return false;
+  }
+}
+
+// A stash word of padding elements, as a held tile keeps them.
 template <class T, class A>
 __device__ __forceinline__ uint4 padding_word(A pad) {
-  const uint64_t b = element_bits(pad, Elem<T>::kDtype);
-  if constexpr (Elem<T>::kBytes == 8) {
-    return make_uint4(uint32_t(b), uint32_t(b >> 32), uint32_t(b), uint32_t(b >> 32));
-  } else {
-    const uint32_t w = Elem<T>::kBytes == 4 ? uint32_t(b) : (uint32_t(b) | uint32_t(b) << 16);
-    return make_uint4(w, w, w, w);
-  }
+  static_assert(Elem<T>::kBytes == 4 || Elem<T>::kBytes == 2, "f32 or 16-bit elements");
+  const uint32_t b = uint32_t(element_bits(pad, Elem<T>::kDtype));
+  const uint32_t w = Elem<T>::kBytes == 4 ? b : (b | b << 16);
+  return make_uint4(w, w, w, w);
 }
 
 // Copies a tile into its stash words: word k of the thread takes chunk p.chunk(k) of the tile
