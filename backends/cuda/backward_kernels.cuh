@@ -19,6 +19,7 @@
 #include "backends/cuda/resident_split.cuh"
 #include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
+#include "backends/cuda/split_parts.cuh"
 
 namespace softmax_internal {
 namespace cuda_kernels {
@@ -134,15 +135,9 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   using Part = Sums<A, 1>;
   __shared__ BlockScratch<Part, 1> scratch;
   const int64_t cols = a.cols;
-  const int64_t chunks = (cols + V - 1) / V;
-  const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
-  const bool stats_role = blockIdx.x < stats_blocks;
-  const int64_t b = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
-  const int part_index = int(b % sp.parts);
-  const int64_t row = (stats_role ? w.stats_row0 : w.norm_row0) + b / sp.parts;
-  const int64_t begin = part_index * sp.part_chunks;
-  const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
-  const int64_t part_cols_end = end * V < cols ? end * V : cols;
+  const WavePart wp(sp, w);
+  const int64_t row = wp.row;
+  const PartSpan at(wp.part, sp.part_chunks, cols, V);
   const Place p = split_tile_place<K>();
   using Held = HeldRow<T, A, K, V>;
   auto load_tile = [&](int64_t col0, int limit, Held& y, Held& dy) {
@@ -150,18 +145,18 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
   };
 
-  if (stats_role) {
+  if (wp.stats_role) {
     A d = A(0);
-    for (int64_t t = begin; t < end; t += kTile) {
+    for (int64_t t = at.begin; t < at.end; t += kTile) {
       const int64_t col0 = t * V;
-      const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+      const int limit = at.limit(col0, kTile * V);
       Held y, dy;
       load_tile(col0, limit, y, dy);
       d += backward_dot<A, K, V>(y, dy, a.log_softmax);
     }
     Part red[1] = {Part{{d}}};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
+    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
     return;
   }
 
@@ -170,20 +165,20 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     D = A(a.row_dot_in[row]);
   } else {
     Part acc{{A(0)}};
-    const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
+    const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
     D = red[0].s[0];
   }
   if constexpr (kOp == Backward::Stats) {
-    if (part_index == 0 && threadIdx.x == 0) a.row_dot[row] = static_cast<float>(D);
+    if (wp.part == 0 && threadIdx.x == 0) a.row_dot[row] = static_cast<float>(D);
     return;
   }
-  const int64_t last = begin + (end - 1 - begin) / kTile * kTile;
-  for (int64_t t = last; t >= begin; t -= kTile) {
+  const int64_t last = at.last_tile(kTile);
+  for (int64_t t = last; t >= at.begin; t -= kTile) {
     const int64_t col0 = t * V;
-    const int limit = int(part_cols_end - col0 < kTile * V ? part_cols_end - col0 : kTile * V);
+    const int limit = at.limit(col0, kTile * V);
     Held y, dy;
     load_tile(col0, limit, y, dy);
     A dx[K][V];

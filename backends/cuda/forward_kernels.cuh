@@ -27,6 +27,7 @@
 #include "backends/cuda/resident_split.cuh"
 #include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
+#include "backends/cuda/split_parts.cuh"
 #include "backends/cuda/warp_stage.cuh"
 
 namespace softmax_internal {
@@ -456,38 +457,6 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 
 // ---- split rows ---------------------------------------------------------------------------------
 
-constexpr int kSplitThreads = 256;
-constexpr int kSplitK = 4;                                // chunks per thread per tile
-constexpr int64_t kSplitTile = int64_t(kSplitThreads) * kSplitK;  // chunks per tile
-
-// A split block's thread in a tile of K chunks a thread: each warp takes K * 32 consecutive
-// chunks, its lanes on consecutive chunks.
-template <int K>
-__device__ __forceinline__ Place split_tile_place() {
-  return Place{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
-}
-
-// One launch's share of the waves (see the header comment).
-struct SplitWave {
-  int64_t stats_row0;  // first row whose partials this launch computes
-  int stats_rows;      // 0: no stats role in this launch
-  void* stats_out;     // [stats_rows][parts] partials
-  int64_t norm_row0;   // first row this launch normalises
-  int norm_rows;       // 0: no normalisation role
-  const void* norm_in;
-};
-
-struct SplitShape {
-  int64_t part_chunks;  // logical chunks per part, a multiple of kSplitTile
-  int parts;
-};
-
-// The tile of a part that starts at chunk t of `row`: pointers moved to its first column.
-struct SplitTile {
-  int64_t col0;  // first column
-  int limit;     // columns of the tile that belong to the part and the row
-};
-
 // Writes a split tile from its held inputs (split_rows_forward, resident_split_rows_forward):
 // softmax first takes their exps under the row's shift where the tile holds values (a packed
 // tile takes them in finish_forward).
@@ -512,22 +481,16 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   using Part = Weighted<A, 1>;
   __shared__ BlockScratch<Part, 1> scratch;
   const int64_t cols = a.cols;
-  const int64_t chunks = (cols + V - 1) / V;
-  const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
-  const bool stats_role = blockIdx.x < stats_blocks;
-  const int64_t b = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
-  const int part_index = int(b % sp.parts);
-  const int64_t row = (stats_role ? w.stats_row0 : w.norm_row0) + b / sp.parts;
-  const int64_t begin = part_index * sp.part_chunks;
-  const int64_t end = begin + sp.part_chunks < chunks ? begin + sp.part_chunks : chunks;
-  const int64_t part_cols_end = end * V < cols ? end * V : cols;  // first column of the next part
+  const WavePart wp(sp, w);
+  const int64_t row = wp.row;
+  const PartSpan at(wp.part, sp.part_chunks, cols, V);
   const Place p = split_tile_place<K>();
 
-  if (stats_role) {
+  if (wp.stats_role) {
     Part acc{A(-INFINITY), {A(0)}};
-    for (int64_t t = begin; t < end; t += kSplitTile) {
+    for (int64_t t = at.begin; t < at.end; t += kSplitTile) {
       const int64_t col0 = t * V;
-      const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
+      const int limit = at.limit(col0, kSplitTile * V);
       HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
       h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
       Part tile;
@@ -536,7 +499,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[b] = red[0];
+    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
     return;
   }
 
@@ -548,14 +511,14 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     S = A(a.row_sumexp[row]);
   } else {
     Part acc{A(-INFINITY), {A(0)}};
-    const Part* pr = static_cast<const Part*>(w.norm_in) + (b / sp.parts) * sp.parts;
+    const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
     M = red[0].m, S = red[0].s[0];
   }
   if constexpr (kOp == Forward::Stats) {
-    if (part_index == 0 && threadIdx.x == 0) {
+    if (wp.part == 0 && threadIdx.x == 0) {
       a.row_max[row] = static_cast<float>(M);
       a.row_sumexp[row] = static_cast<float>(S);
     }
@@ -565,10 +528,10 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   A factor = sh.to_m / S;
   if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
   const LogShift<A> log = LogShift<A>::of(a.log_output<kOp>(), M, S);
-  const int64_t last = begin + (end - 1 - begin) / kSplitTile * kSplitTile;
-  for (int64_t t = last; t >= begin; t -= kSplitTile) {
+  const int64_t last = at.last_tile(kSplitTile);
+  for (int64_t t = last; t >= at.begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
-    const int limit = int(part_cols_end - col0 < kSplitTile * V ? part_cols_end - col0 : kSplitTile * V);
+    const int limit = at.limit(col0, kSplitTile * V);
     uint32_t bits[K];
     if constexpr (kOp == Forward::Dropout) {
       keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), limit, p, true, bits);

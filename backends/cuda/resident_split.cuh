@@ -24,6 +24,7 @@
 
 #include "backends/cuda/row_frame.cuh"
 #include "backends/cuda/row_math.cuh"
+#include "backends/cuda/split_parts.cuh"
 
 namespace softmax_internal {
 namespace cuda_kernels {
@@ -88,29 +89,15 @@ struct ResidentSplit {
   PartExchange<Part> exchange;
 };
 
-// Where a block's part of its group's rows lies: chunks [begin, end) of the row (chunks of V
-// columns), and the columns a tile of `tile_chunks` chunks that starts at column col0 writes.
-struct ResidentPart {
+// A block's group and its part of the group's rows.
+struct ResidentPart : PartSpan {
   int group;
   int part;
-  int64_t begin;
-  int64_t end;
-  int64_t cols_end;  // first column past the part
   template <class Part>
   __device__ __forceinline__ ResidentPart(const ResidentSplit<Part>& rs, int64_t cols, int V)
-      : group(int(blockIdx.x) / rs.exchange.parts), part(int(blockIdx.x) % rs.exchange.parts) {
-    const int64_t chunks = (cols + V - 1) / V;
-    begin = part * rs.part_chunks;
-    end = begin + rs.part_chunks < chunks ? begin + rs.part_chunks : chunks;
-    cols_end = end * V < cols ? end * V : cols;
-  }
-  __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
-    return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
-  }
-  // Tiles of `tile_chunks` chunks in the part, the last one possibly short.
-  __device__ __forceinline__ int tiles(int64_t tile_chunks) const {
-    return int((end - begin + tile_chunks - 1) / tile_chunks);
-  }
+      : PartSpan(int(blockIdx.x) % rs.exchange.parts, rs.part_chunks, cols, V),
+        group(int(blockIdx.x) / rs.exchange.parts),
+        part(int(blockIdx.x) % rs.exchange.parts) {}
 };
 
 // A part's tiles over its group's rows, row by row, as one stream whose loads a block issues

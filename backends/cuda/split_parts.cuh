@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// Rows past a cluster's registers, cut into parts of whole tiles, one block a part: the tile
+// shape and the part geometry both split forms share. In waves (split_rows_forward and the
+// backward kernels' split_rows_*), a launch's first blocks compute the partials of one wave of
+// rows (the stats role) and the others normalise the previous wave (SplitWave); resident in
+// shared memory (resident_split.cuh), groups of blocks take rows in rounds.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/row_layout.cuh"
+
+namespace softmax_internal {
+namespace cuda_kernels {
+
+constexpr int kSplitThreads = 256;
+constexpr int kSplitK = 4;                                        // chunks per thread per tile
+constexpr int64_t kSplitTile = int64_t(kSplitThreads) * kSplitK;  // chunks per tile
+
+// A split block's thread in a tile of K chunks a thread: each warp takes K * 32 consecutive
+// chunks, its lanes on consecutive chunks.
+template <int K>
+__device__ __forceinline__ Place split_tile_place() {
+  return Place{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
+}
+
+// One launch's share of the waves.
+struct SplitWave {
+  int64_t stats_row0;  // first row whose partials this launch computes
+  int stats_rows;      // 0: no stats role in this launch
+  void* stats_out;     // [stats_rows][parts] partials
+  int64_t norm_row0;   // first row this launch normalises
+  int norm_rows;       // 0: no normalisation role
+  const void* norm_in;
+};
+
+struct SplitShape {
+  int64_t part_chunks;  // logical chunks per part, a multiple of kSplitTile
+  int parts;
+};
+
+// Where part `part` of a row lies: chunks [begin, end) of the row (chunks of V columns), and the
+// columns a tile of the part writes.
+struct PartSpan {
+  int64_t begin;
+  int64_t end;
+  int64_t cols_end;  // first column past the part
+  __device__ __forceinline__ PartSpan(int part, int64_t part_chunks, int64_t cols, int V) {
+    const int64_t chunks = (cols + V - 1) / V;
+    begin = part * part_chunks;
+    end = begin + part_chunks < chunks ? begin + part_chunks : chunks;
+    cols_end = end * V < cols ? end * V : cols;
+  }
+  // The columns of the part in a tile of `tile_cols` columns that starts at column col0.
+  __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
+    return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
+  }
+  // Tiles of `tile_chunks` chunks in the part, the last one possibly short.
+  __device__ __forceinline__ int tiles(int64_t tile_chunks) const {
+    return int((end - begin + tile_chunks - 1) / tile_chunks);
+  }
+  // The first chunk of the part's last tile (the normalisation walks the tiles backwards, from
+  // the ones the stats role left in cache).
+  __device__ __forceinline__ int64_t last_tile(int64_t tile_chunks) const {
+    return begin + (end - 1 - begin) / tile_chunks * tile_chunks;
+  }
+};
+
+// A block's role, row and part in a launch of waves: the first stats_rows * parts blocks
+// compute partials, the others normalise.
+struct WavePart {
+  bool stats_role;
+  int64_t slot;  // the block among its role's: (row - the role's first row) * parts + part
+  int part;
+  int64_t row;
+  __device__ __forceinline__ WavePart(const SplitShape& sp, const SplitWave& w) {
+    const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
+    stats_role = blockIdx.x < stats_blocks;
+    slot = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
+    part = int(slot % sp.parts);
+    row = (stats_role ? w.stats_row0 : w.norm_row0) + slot / sp.parts;
+  }
+};
+
+}  // namespace cuda_kernels
+}  // namespace softmax_internal
