@@ -42,16 +42,19 @@ TEST(CpuDeterminism, SameBitsForAnyThreadCount) {
   }
 }
 
+// Rows of up to two vectors go 16 at a time where the target allows (their reductions taken
+// together), others one at a time: 37 rows are two such groups and five rows alone.
 TEST(CpuDeterminism, RowAloneEqualsRowInBatch) {
   for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
-    for (const int64_t cols : {int64_t{33}, int64_t{4097}, int64_t{20000}, int64_t{65537}}) {
-      const int64_t rows = 13;
+    for (const int64_t cols : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{31}, int64_t{32},
+                               int64_t{33}, int64_t{4097}, int64_t{20000}, int64_t{65537}}) {
+      const int64_t rows = 37;
       const uint64_t seed = softmax_test::fresh_seed();
       const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
       const size_t es = softmax_test::element_size(dtype);
       for (const bool log_softmax : {false, true}) {
         const Buffer all = softmax_cpu_test::run_rows(x, rows, cols, log_softmax, 2);
-        for (const int64_t r : {int64_t{0}, int64_t{6}, rows - 1}) {
+        for (const int64_t r : {int64_t{0}, int64_t{6}, int64_t{15}, int64_t{17}, int64_t{31}, rows - 1}) {
           Buffer xr(dtype, size_t(cols));
           std::memcpy(xr.data(), x.bytes.data() + size_t(r * cols) * es, size_t(cols) * es);
           const Buffer yr = softmax_cpu_test::run_rows(xr, 1, cols, log_softmax, 2);
