@@ -237,12 +237,13 @@ HWY_INLINE void RowInRegisters(const float* x, float* out, size_t n, bool log_so
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// Softmax of 16 consecutive rows of n <= kVecs (1 or 2) vectors, RowInRegisters' arithmetic with
-// the rows' cross-lane reductions taken together. Reducing one vector takes its lanes in halves
-// (lane i with i + 8, then i + 4, i + 2, i + 1), four shuffles of a 16-lane vector and a
-// dependent chain through them, twice per row; here each step of that tree shuffles two rows'
-// vectors into one, so 16 rows cost 30 shuffles per reduction where they cost 64, and the pairs,
-// hence the sums and every output bit, are the ones a row alone gets.
+// Softmax, log-softmax or dropout of 16 consecutive rows of n <= kVecs (1 or 2) vectors, with the
+// arithmetic of RowInRegisters (DropoutRowsInRegisters) and the rows' cross-lane reductions taken
+// together. Reducing one vector takes its lanes in halves (lane i with i + 8, then i + 4, i + 2,
+// i + 1), four shuffles of a 16-lane vector and a dependent chain through them, twice per row;
+// here each step of that tree shuffles two rows' vectors into one, so 16 rows cost 30 shuffles
+// per reduction where they cost 64, and the pairs, hence the sums and every output bit, are the
+// ones a row alone gets.
 class SixteenRows {
  public:
   // The reduction of each of 16 vectors: vector r's lands at lane (r % 4) * 4 + r / 4.
@@ -269,23 +270,43 @@ class SixteenRows {
     return _mm512_permutexvar_ps(_mm512_set1_epi32((r % 4) * 4 + r / 4), reduced);
   }
 
+  // What a group's rows are finished with: y = e / sum (softmax), (x - max) - log(sum)
+  // (log-softmax), or keep ? e * scale / sum : 0 (dropout, DropoutRowsInRegisters' factor).
+  enum class Finish { kSoftmax, kLog, kDropout };
+
   // `groups` groups of 16 rows, row r at x + r * n, written to out + r * n (streamed: out
-  // vector-aligned, n whole vectors). A group's rows are written while the next group's exps
-  // are taken, so that its stores (and, at big sizes, their memory traffic) run beside that
-  // arithmetic rather than in a burst of their own.
-  template <size_t kVecs, bool kStream>
-  static HWY_INLINE void Softmax(const float* x, float* out, size_t n, int64_t groups) {
+  // vector-aligned, n whole vectors); dropout's keep bytes of row r at keep + r * n, read a whole
+  // vector past the row's end. A group's rows are written while the next group's exps are taken,
+  // so that its stores (and, at big sizes, their memory traffic) run beside that arithmetic
+  // rather than in a burst of their own.
+  template <size_t kVecs, bool kStream, Finish kFinish>
+  static HWY_INLINE void Rows(const float* x, float* out, size_t n, int64_t groups, const uint8_t* keep = nullptr,
+                              double scale = 1.0) {
     static_assert(kVecs == 1 || kVecs == 2, "rows of one or two vectors");
+    constexpr bool kLog = kFinish == Finish::kLog;
     const DF d;
     const size_t N = hn::Lanes(d);
     const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
     const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-    HWY_ALIGN float held[2][16 * kVecs * 16];  // each group's exps, until they are written
-    __m512 factors = _mm512_setzero_ps();        // the previous group's 1 / sum per row
-    const auto write = [&](const float* e, float* o, int r) {  // row r of a finished group
-      const VF f{Broadcast(factors, r)};
+    // Each group's exps (log-softmax: x - max), until they are written.
+    HWY_ALIGN float held[2][16 * kVecs * 16];
+    // The previous group's per-row finish, in Reduce's lanes: 1 / sum (log-softmax: log(sum));
+    // dropout's two factors, first then second (ScaledFactor, the second 1 where one suffices).
+    __m512 first = _mm512_setzero_ps(), second = _mm512_set1_ps(1.0f);
+    // Row r of a finished group, from its held values e, to o (dropout: keep bytes at kept).
+    const auto write = [&](const float* e, float* o, const uint8_t* kept, int r) {
+      const VF f{Broadcast(first, r)};
+      const VF f2{kFinish == Finish::kDropout ? Broadcast(second, r) : second};
       for (size_t k = 0; k < kVecs; ++k) {
-        const VF v = hn::Mul(hn::Load(d, e + (size_t(r) * kVecs + k) * N), f);
+        const VF held_k = hn::Load(d, e + (size_t(r) * kVecs + k) * N);
+        VF v;
+        if constexpr (kFinish == Finish::kLog) {
+          v = hn::Sub(held_k, f);
+        } else if constexpr (kFinish == Finish::kSoftmax) {
+          v = hn::Mul(held_k, f);
+        } else {
+          v = hn::IfThenElseZero(Kept(d, kept + size_t(r) * n + k * N), hn::Mul(hn::Mul(held_k, f), f2));
+        }
         if (kStream) {
           hn::Stream(v, d, o + size_t(r) * n + k * N);
         } else if (k + 1 < kVecs) {
@@ -300,8 +321,9 @@ class SixteenRows {
       float* e = held[g & 1];
       const float* e_prev = held[(g + 1) & 1];
       float* o_prev = out + size_t(g - 1) * 16 * n;
+      const uint8_t* keep_prev = keep != nullptr ? keep + size_t(g - 1) * 16 * n : nullptr;
       if (g == groups) {
-        for (int r = 0; r < 16; ++r) write(e_prev, o_prev, r);
+        for (int r = 0; r < 16; ++r) write(e_prev, o_prev, keep_prev, r);
         break;
       }
       const auto load = [&](int r, size_t k) {
@@ -319,17 +341,35 @@ class SixteenRows {
         const VF m{Broadcast(maxes, r)};
         VF sum = hn::Zero(d);
         for (size_t k = 0; k < kVecs; ++k) {
-          VF ek = ExpScaled(d, hn::Sub(load(r, k), m));
+          const VF shifted = hn::Sub(load(r, k), m);
+          VF ek = ExpScaled(d, shifted);
           if (k + 1 == kVecs) ek = hn::IfThenElseZero(last_mask, ek);
           sum = hn::Add(sum, ek);
-          hn::Store(ek, d, e + (size_t(r) * kVecs + k) * N);
+          hn::Store(kLog ? shifted : ek, d, e + (size_t(r) * kVecs + k) * N);
         }
         part[r] = sum.raw;
         PrefetchSpan(xg + std::max<size_t>(16 * n, 2048) + size_t(r) * n, n);
-        if (g > 0) write(e_prev, o_prev, r);
+        if (g > 0) write(e_prev, o_prev, keep_prev, r);
       }
       const __m512 sums = Reduce(part, [](__m512 p, __m512 q) { return _mm512_add_ps(p, q); });
-      factors = _mm512_div_ps(_mm512_set1_ps(1.0f), sums);
+      if constexpr (kFinish == Finish::kSoftmax) {
+        first = _mm512_div_ps(_mm512_set1_ps(1.0f), sums);
+      } else {
+        HWY_ALIGN float lane[16], lane2[16];
+        _mm512_store_ps(lane, sums);
+        for (int j = 0; j < 16; ++j) {
+          if constexpr (kLog) {
+            lane[j] = LogOfScaledSum(lane[j]);
+          } else {
+            const float factor = static_cast<float>(1.0 / double(lane[j] * kExpUnscaleF32) * scale);
+            const bool once = exp_factor_fits_once(factor);
+            lane[j] = once ? factor * kExpUnscaleF32 : kExpUnscaleF32;
+            lane2[j] = once ? 1.0f : factor;
+          }
+        }
+        first = _mm512_load_ps(lane);
+        if constexpr (kFinish == Finish::kDropout) second = _mm512_load_ps(lane2);
+      }
     }
   }
 };
@@ -357,14 +397,13 @@ HWY_INLINE void RowInL1Streamed(const float* x, float* y, float* scratch, size_t
   }
 }
 
-// Softmax rows of one or two vectors into f32 y, 16 at a time (SixteenRows), where the target
-// has the 16-lane shuffles; returns how many rows it finished (the first ones).
+// Softmax or log-softmax rows of one or two vectors into f32 y, 16 at a time (SixteenRows), where
+// the target has the 16-lane shuffles; returns how many rows it finished (the first ones).
 template <size_t kVecs, bool kStream>
 HWY_INLINE int64_t SixteenRowsAtATime(const unsigned char* xb, unsigned char* yb, Dtypes dtype, int64_t rows,
                                       int64_t cols, bool log_softmax) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (kVecs == 1 || kVecs == 2) {
-    if (log_softmax) return 0;
     const int64_t groups = rows / 16;
     // 16-bit x goes through AsF32's buffer 16 groups at a time; f32 x is read in place.
     const int64_t batch = dtype.x == SOFTMAX_DTYPE_F32 ? groups : 16;
@@ -372,7 +411,12 @@ HWY_INLINE int64_t SixteenRowsAtATime(const unsigned char* xb, unsigned char* yb
       const int64_t nb = std::min(batch, groups - g);
       const size_t first = size_t(g * 16 * cols);
       const float* xr = AsF32(xb + first * (dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2), dtype.x, size_t(nb * 16 * cols));
-      SixteenRows::Softmax<kVecs, kStream>(xr, reinterpret_cast<float*>(yb) + first, size_t(cols), nb);
+      float* yr = reinterpret_cast<float*>(yb) + first;
+      if (log_softmax) {
+        SixteenRows::Rows<kVecs, kStream, SixteenRows::Finish::kLog>(xr, yr, size_t(cols), nb);
+      } else {
+        SixteenRows::Rows<kVecs, kStream, SixteenRows::Finish::kSoftmax>(xr, yr, size_t(cols), nb);
+      }
     }
     return groups * 16;
   }
@@ -601,15 +645,27 @@ HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const S
 // spills to the stack and all. Row r is x (f32 after AsF32) at xb + r * cols elements, its keep
 // bytes at keep + r * cols (read a whole vector past the row's last one: the caller leaves room),
 // its output at out + r * cols, with non-temporal stores when kStream (out vector-aligned, cols
-// whole vectors).
-template <size_t kVecs, bool kStream>
+// whole vectors). With kGroups, rows of one or two vectors go 16 at a time where the target has
+// SixteenRows (same bits).
+template <size_t kVecs, bool kStream, bool kGroups>
 HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, int64_t nr, int64_t cols,
                                          const uint8_t* keep, double scale, float* out) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const size_t n = size_t(cols), xsize = dtype.x == SOFTMAX_DTYPE_F32 ? 4 : 2;
   const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
-  for (int64_t r = 0; r < nr; ++r) {
+  int64_t r = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (kGroups && kVecs <= 2) {
+    const int64_t groups = nr / 16;
+    if (groups > 0) {
+      SixteenRows::Rows<kVecs, kStream, SixteenRows::Finish::kDropout>(
+          AsF32(xb, dtype.x, size_t(groups * 16) * n), out, n, groups, keep, scale);
+      r = groups * 16;
+    }
+  }
+#endif
+  for (; r < nr; ++r) {
     const float* x = AsF32(xb + size_t(r) * n * xsize, dtype.x, n);
     const uint8_t* kr = keep + size_t(r) * n;
     float* o = out + size_t(r) * n;
@@ -631,27 +687,27 @@ HWY_NOINLINE void DropoutRowsInRegisters(const unsigned char* xb, Dtypes dtype, 
 
 using DropoutRowsFn = void (*)(const unsigned char*, Dtypes, int64_t, int64_t, const uint8_t*, double, float*);
 
-template <bool kStream>
+template <bool kStream, bool kGroups>
 DropoutRowsFn DropoutRowsInRegistersFor(int64_t cols) {
   const int64_t N = int64_t(hn::Lanes(DF()));
   if (!kMaskedF32Access || cols > 16 * N) return nullptr;
   switch ((cols + N - 1) / N) {
-    case 1: return DropoutRowsInRegisters<1, kStream>;
-    case 2: return DropoutRowsInRegisters<2, kStream>;
-    case 3: return DropoutRowsInRegisters<3, kStream>;
-    case 4: return DropoutRowsInRegisters<4, kStream>;
-    case 5: return DropoutRowsInRegisters<5, kStream>;
-    case 6: return DropoutRowsInRegisters<6, kStream>;
-    case 7: return DropoutRowsInRegisters<7, kStream>;
-    case 8: return DropoutRowsInRegisters<8, kStream>;
-    case 9: return DropoutRowsInRegisters<9, kStream>;
-    case 10: return DropoutRowsInRegisters<10, kStream>;
-    case 11: return DropoutRowsInRegisters<11, kStream>;
-    case 12: return DropoutRowsInRegisters<12, kStream>;
-    case 13: return DropoutRowsInRegisters<13, kStream>;
-    case 14: return DropoutRowsInRegisters<14, kStream>;
-    case 15: return DropoutRowsInRegisters<15, kStream>;
-    default: return DropoutRowsInRegisters<16, kStream>;
+    case 1: return DropoutRowsInRegisters<1, kStream, kGroups>;
+    case 2: return DropoutRowsInRegisters<2, kStream, kGroups>;
+    case 3: return DropoutRowsInRegisters<3, kStream, kGroups>;
+    case 4: return DropoutRowsInRegisters<4, kStream, kGroups>;
+    case 5: return DropoutRowsInRegisters<5, kStream, kGroups>;
+    case 6: return DropoutRowsInRegisters<6, kStream, kGroups>;
+    case 7: return DropoutRowsInRegisters<7, kStream, kGroups>;
+    case 8: return DropoutRowsInRegisters<8, kStream, kGroups>;
+    case 9: return DropoutRowsInRegisters<9, kStream, kGroups>;
+    case 10: return DropoutRowsInRegisters<10, kStream, kGroups>;
+    case 11: return DropoutRowsInRegisters<11, kStream, kGroups>;
+    case 12: return DropoutRowsInRegisters<12, kStream, kGroups>;
+    case 13: return DropoutRowsInRegisters<13, kStream, kGroups>;
+    case 14: return DropoutRowsInRegisters<14, kStream, kGroups>;
+    case 15: return DropoutRowsInRegisters<15, kStream, kGroups>;
+    default: return DropoutRowsInRegisters<16, kStream, kGroups>;
   }
 }
 
@@ -706,8 +762,11 @@ HWY_INLINE void ShortRowsDropoutPhase(const unsigned char* xb, unsigned char* yb
   // Rows that fit in registers (into y itself, or into the tile) go a whole tile per call, the
   // next tile's draw after them (taken in batches of 256-4096 elements between the draw's
   // shares, 32- and 128-column rows ran no faster); longer rows one at a time between shares.
-  const DropoutRowsFn in_registers =
-      direct_stream ? DropoutRowsInRegistersFor<true>(cols) : DropoutRowsInRegistersFor<false>(cols);
+  // Rows 16 at a time except into a big y off vector boundaries (ordinary stores), as in
+  // ShortRowsWith.
+  const DropoutRowsFn in_registers = direct_stream        ? DropoutRowsInRegistersFor<true, true>(cols)
+                                     : direct && stream ? DropoutRowsInRegistersFor<false, false>(cols)
+                                                        : DropoutRowsInRegistersFor<false, true>(cols);
   const int64_t batch = in_registers != nullptr ? tile_rows : 1;
   // Two tiles' keep bytes (the one being finished, the one being drawn), each from its first
   // whole group on, with room for the stream's last step and for the whole-vector read past the
