@@ -42,12 +42,13 @@ TEST(CpuDeterminism, SameBitsForAnyThreadCount) {
   }
 }
 
-// Rows of up to two vectors go 16 at a time where the target allows (their reductions taken
+// Rows of up to four vectors go 16 at a time where the target allows (their reductions taken
 // together), others one at a time: 37 rows are two such groups and five rows alone.
 TEST(CpuDeterminism, RowAloneEqualsRowInBatch) {
   for (const softmax_dtype dtype : softmax_cpu_test::kAllDtypes) {
     for (const int64_t cols : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{31}, int64_t{32},
-                               int64_t{33}, int64_t{4097}, int64_t{20000}, int64_t{65537}}) {
+                               int64_t{33}, int64_t{48}, int64_t{64}, int64_t{65}, int64_t{4097}, int64_t{20000},
+                               int64_t{65537}}) {
       const int64_t rows = 37;
       const uint64_t seed = softmax_test::fresh_seed();
       const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);

@@ -99,8 +99,8 @@ TEST(CpuLogSoftmax, ZeroResultOfANegativeZeroMaxIsPositive) {
 
 TEST_P(CpuRows, InPlace) {
   const auto [dtype, log_softmax] = GetParam();
-  // 37 rows of up to two vectors: two groups of 16 taken together where the target allows.
-  for (const int64_t cols : {int64_t{16}, int64_t{32}, int64_t{33}, int64_t{4097}, int64_t{65537}}) {
+  // 37 rows of up to four vectors: two groups of 16 taken together where the target allows.
+  for (const int64_t cols : {int64_t{16}, int64_t{32}, int64_t{33}, int64_t{64}, int64_t{4097}, int64_t{65537}}) {
     for (const int64_t rows : {int64_t{1}, int64_t{9}, int64_t{37}}) {
       const uint64_t seed = softmax_test::fresh_seed();
       const Buffer x = softmax_test::random_input(dtype, size_t(rows * cols), seed);
