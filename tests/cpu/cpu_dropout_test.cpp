@@ -44,9 +44,9 @@ struct Case {
 TEST_P(CpuDropout, MaskIsPhiloxAndKeptValuesAreScaledSoftmax) {
   const softmax_dtype dtype = GetParam();
   // cols = 3 and 33: Philox groups of 4 straddle rows; 20001: groups straddle chunks; 37-40 rows
-  // of up to 64 columns: groups of 16 rows taken together where the target allows.
+  // of up to 128 columns: groups of 16 rows taken together where the target allows.
   for (const Case c : {Case{7, 3}, Case{5, 33}, Case{4, 1025}, Case{2, 20001}, Case{37, 5}, Case{37, 17},
-                       Case{40, 32}, Case{37, 50}}) {
+                       Case{40, 32}, Case{37, 50}, Case{37, 100}}) {
     for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{6}, uint64_t{0x100000003}}) {
       const float p = 0.3f;
       const uint64_t seed = softmax_test::fresh_seed();
