@@ -12,7 +12,9 @@ every round count.
 A case is op:ROWSxCOLS, or op:ROWSxCOLS+K with every array K floats past a 64-byte boundary; op one of rows, log, dropout (p = 0.1 at offset 0), dropout1, dropout3
 (offsets 1 and 3), bwd, lbwd (log-softmax backward), dbwd, dbwd3 (dropout backward at offsets 0
 and 3); f32 throughout. Give each library as its own file (copies of libsoftmax.so.0 in separate
-folders load side by side). Prints, per case, round and library, the least time of --reps calls.
+folders load side by side). Prints, per case, round and library, the least time of --reps calls
+and that time per element. Small cases with --threads 1 and many --reps time the kernels in
+cache, apart from the memory.
 """
 import argparse
 import ctypes
@@ -106,7 +108,7 @@ def main():
                     t0 = time.perf_counter()
                     call()
                     best = min(best, time.perf_counter() - t0)
-                print(f"  round {r} lib {i}: {best * 1e3:.2f} ms")
+                print(f"  round {r} lib {i}: {best * 1e3:.3f} ms ({best * 1e9 / n:.3f} ns per element)")
             sys.stdout.flush()
 
 
