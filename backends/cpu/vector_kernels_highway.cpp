@@ -289,7 +289,6 @@ class SixteenRows {
   static HWY_INLINE void Rows(const float* x, float* out, size_t n, int64_t groups, const uint8_t* keep = nullptr,
                               double scale = 1.0) {
     static_assert(kVecs >= 1 && kVecs <= kMaxDropoutVecs, "rows of one to kMaxDropoutVecs vectors");
-    constexpr bool kLog = kFinish == Finish::kLog;
     const DF d;
     const size_t N = hn::Lanes(d);
     const auto last_mask = hn::FirstN(d, n - (kVecs - 1) * N);
@@ -299,39 +298,35 @@ class SixteenRows {
     // The previous group's per-row finish, in Reduce's lanes: 1 / sum (log-softmax: log(sum));
     // dropout's two factors, first then second (ScaledFactor, the second 1 where one suffices).
     __m512 first = _mm512_setzero_ps(), second = _mm512_set1_ps(1.0f);
-    // Row r of a finished group, from its held values e, to o (dropout: keep bytes at kept).
-    const auto write = [&](const float* e, float* o, const uint8_t* kept, int r) {
+    // Row r of group g, whose values wait in held[g & 1] and whose finish is in first and second.
+    const auto write = [&](int64_t g, int r) {
+      const size_t row0 = (size_t(g) * 16 + size_t(r)) * n;
+      const float* e = held[g & 1] + size_t(r) * kVecs * N;
+      float* o = out + row0;
       const VF f{Broadcast(first, r)};
       const VF f2{kFinish == Finish::kDropout ? Broadcast(second, r) : second};
       for (size_t k = 0; k < kVecs; ++k) {
-        const VF held_k = hn::Load(d, e + (size_t(r) * kVecs + k) * N);
+        const VF held_k = hn::Load(d, e + k * N);
         VF v;
         if constexpr (kFinish == Finish::kLog) {
           v = hn::Sub(held_k, f);
         } else if constexpr (kFinish == Finish::kSoftmax) {
           v = hn::Mul(held_k, f);
         } else {
-          v = hn::IfThenElseZero(Kept(d, kept + size_t(r) * n + k * N), hn::Mul(hn::Mul(held_k, f), f2));
+          v = hn::IfThenElseZero(Kept(d, keep + row0 + k * N), hn::Mul(hn::Mul(held_k, f), f2));
         }
         if (kStream) {
-          hn::Stream(v, d, o + size_t(r) * n + k * N);
+          hn::Stream(v, d, o + k * N);
         } else if (k + 1 < kVecs) {
-          hn::StoreU(v, d, o + size_t(r) * n + k * N);
+          hn::StoreU(v, d, o + k * N);
         } else {
-          hn::BlendedStore(v, last_mask, d, o + size_t(r) * n + k * N);
+          hn::BlendedStore(v, last_mask, d, o + k * N);
         }
       }
     };
-    for (int64_t g = 0; g <= groups; ++g) {
+    for (int64_t g = 0; g < groups; ++g) {
       const float* xg = x + size_t(g) * 16 * n;
       float* e = held[g & 1];
-      const float* e_prev = held[(g + 1) & 1];
-      float* o_prev = out + size_t(g - 1) * 16 * n;
-      const uint8_t* keep_prev = keep != nullptr ? keep + size_t(g - 1) * 16 * n : nullptr;
-      if (g == groups) {
-        for (int r = 0; r < 16; ++r) write(e_prev, o_prev, keep_prev, r);
-        break;
-      }
       const auto load = [&](int r, size_t k) {
         const float* p = xg + size_t(r) * n + k * N;
         return k + 1 < kVecs ? hn::LoadU(d, p) : hn::IfThenElse(last_mask, hn::MaskedLoad(last_mask, d, p), neg_inf);
@@ -351,11 +346,11 @@ class SixteenRows {
           VF ek = ExpScaled(d, shifted);
           if (k + 1 == kVecs) ek = hn::IfThenElseZero(last_mask, ek);
           sum = hn::Add(sum, ek);
-          hn::Store(kLog ? shifted : ek, d, e + (size_t(r) * kVecs + k) * N);
+          hn::Store(kFinish == Finish::kLog ? shifted : ek, d, e + (size_t(r) * kVecs + k) * N);
         }
         part[r] = sum.raw;
         PrefetchSpan(xg + std::max<size_t>(16 * n, 2048) + size_t(r) * n, n);
-        if (g > 0) write(e_prev, o_prev, keep_prev, r);
+        if (g > 0) write(g - 1, r);
       }
       const __m512 sums = Reduce(part, [](__m512 p, __m512 q) { return _mm512_add_ps(p, q); });
       if constexpr (kFinish == Finish::kSoftmax) {
@@ -364,7 +359,7 @@ class SixteenRows {
         HWY_ALIGN float lane[16], lane2[16];
         _mm512_store_ps(lane, sums);
         for (int j = 0; j < 16; ++j) {
-          if constexpr (kLog) {
+          if constexpr (kFinish == Finish::kLog) {
             lane[j] = LogOfScaledSum(lane[j]);
           } else {
             const float factor = static_cast<float>(1.0 / double(lane[j] * kExpUnscaleF32) * scale);
@@ -377,6 +372,7 @@ class SixteenRows {
         if constexpr (kFinish == Finish::kDropout) second = _mm512_load_ps(lane2);
       }
     }
+    for (int r = 0; r < 16; ++r) write(groups - 1, r);
   }
 };
 #endif
