@@ -31,6 +31,8 @@ cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo
 
 # PREBUILT=DIR: binaries built elsewhere (same commit, -DCMAKE_CUDA_ARCHITECTURES=90) laid out
 # flat in DIR with libsoftmax.so*: no build on the device, which saves minutes of device time.
+# A library built where Highway is installed links libhwy.so.1, which the GPU machine lacks:
+# put a copy in DIR too (`readelf -d libsoftmax.so.0 | grep NEEDED` lists what it needs).
 if [ -n "${PREBUILT:-}" ]; then
   stamp "prebuilt binaries from $PREBUILT"
   export LD_LIBRARY_PATH=$PREBUILT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
