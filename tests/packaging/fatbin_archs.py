@@ -3,7 +3,7 @@
 """Lists the GPU architectures compiled into a shared library's CUDA fat binaries.
 
     python3 tests/packaging/fatbin_archs.py libsoftmax.so.0
-    -> "sass: 80 86 89 90 100 120" and "ptx: 120" on two lines
+    -> "sass: 80 90 100 120" and "ptx: 120" on two lines
 
 Reads the .nv_fatbin section directly (cuobjdump is not part of every CUDA install): a sequence
 of fat binaries, each a 16-byte header (magic 0xBA55ED50, version, header size, payload size)
