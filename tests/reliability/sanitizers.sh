@@ -69,11 +69,9 @@ run_address() {
   echo "== sanitizers: ctest under ASan+UBSan"
   local log="$dir/ctest.log"
   local exclude="${SOFTMAX_SAN_CTEST_EXCLUDE:-^cpu\.CpuLongRow\.SixteenMillionPlusThree\$}"
-  # Tests run $jobs at once: OpenMP threads that sleep while they wait leave the cores to the
-  # other tests' threads instead of spinning on them.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
+  OMP_NUM_THREADS=2 \
     ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600 -E "$exclude" >"$log" 2>&1
   local rc=$?
   grep -E "tests passed|tests failed|^\s+[0-9]+ - |runtime error|ERROR: AddressSanitizer|ERROR: LeakSanitizer" "$log" | head -40
