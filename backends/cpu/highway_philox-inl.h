@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Philox4x32-10 keep bytes as Highway vector code, shared by the keep-byte kernel
-// (dropout_keep_bytes_highway.cpp) and the short-row dropout kernel (vector_kernels_highway.cpp),
+// (dropout_keep_bytes_highway.cpp) and the short-row dropout kernel (dropout_rows_highway.cpp),
 // which draws a tile's keep bytes in one loop while the next tile's x is prefetched. Bit for bit
 // dropout_keep() of backends/common/philox.h.
 // Per-target code: included from a file that is compiled once per Highway target through
