@@ -29,15 +29,15 @@ struct Launches {
   }
   Outcome split() const {
     constexpr int kTileChunks = kSplitThreads * (kSplitK / 2);
+    const int64_t bytes_per_col = 2 * (kGeneric<T> ? dtype_bytes(a.y_dtype) : Elem<T>::kBytes);
     if constexpr (kOp == Backward::Full) {
       bool launched = false;
       if (Outcome o = launch_resident_split(resident_split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V,
-                                            kTileChunks, 2 * kHeldWords<ResidentBackwardHeld<T, A>>, env, kName,
-                                            &launched);
+                                            kTileChunks, 2 * kHeldWords<ResidentBackwardHeld<T, A>>, bytes_per_col,
+                                            env, kName, &launched);
           !o.good() || launched)
         return o;
     }
-    const int64_t bytes_per_col = 2 * (kGeneric<T> ? dtype_bytes(a.y_dtype) : Elem<T>::kBytes);
     return launch_split<Sums<A, 1>>(split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V, kTileChunks,
                                     bytes_per_col, kOp != Backward::FromStats, env, kName);
   }

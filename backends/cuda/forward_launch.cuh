@@ -88,15 +88,15 @@ struct Launches {
                            kForwardRealignInStage<T, kOp>);
   }
   Outcome split() const {
+    const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;
     if constexpr (kOp == Forward::Softmax || kOp == Forward::Dropout) {
       bool launched = false;
       if (Outcome o = launch_resident_split(resident_split_rows_forward<T, Y, A, kOp>, a, a.rows, a.cols, V,
-                                            int(kSplitTile), kHeldWords<ResidentHeld<T, Y, A, kOp>>, env, kName,
-                                            &launched);
+                                            int(kSplitTile), kHeldWords<ResidentHeld<T, Y, A, kOp>>, bytes_per_col,
+                                            env, kName, &launched);
           !o.good() || launched)
         return o;
     }
-    const int64_t bytes_per_col = kGeneric<T> ? dtype_bytes(a.x_dtype) : Elem<T>::kBytes;
     return launch_split<Weighted<A, 1>>(split_rows_forward<T, Y, A, kOp>, a, a.rows, a.cols, V, int(kSplitTile),
                                         bytes_per_col, kOp != Forward::FromStats, env, kName);
   }

@@ -219,6 +219,15 @@ Outcome launch_register(void (*kernel)(Args, cuda_kernels::RowShape), const Args
   return cuda_launch_outcome(name);
 }
 
+// What one wave of split rows reads at most: half of L2, so that its normalisation reads them
+// again from there.
+inline int64_t split_wave_bytes(const DeviceLimits& dev) { return static_cast<int64_t>(dev.l2_bytes) / 2; }
+
+// Whether launch_split runs `rows` rows (`bytes_per_col` read per column) in one wave.
+inline bool split_rows_in_one_wave(int64_t rows, int64_t cols, int64_t bytes_per_col, const DeviceLimits& dev) {
+  return rows <= split_wave_bytes(dev) / (cols * bytes_per_col);
+}
+
 // Launches a split-row kernel over all rows in waves (see forward_kernels.cuh): parts per row
 // from the row length and the device alone (so a row's sums never depend on its batch), waves
 // of rows that fit in half of L2 (`bytes_per_col` is what one column reads), partials
@@ -235,17 +244,18 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
                                   dev.sm_count, &resident);
       !o.good())
     return o;
-  // Parts of at least split_min_tiles() tiles: a block that reads one tile and leaves spends
-  // more on starting, reducing and merging than on its 16 KB, while fewer parts leave SMs idle
-  // on few rows. A row of 2^28 elements still gets every resident block.
+  // Parts of split_min_tiles() tiles, more where that many parts would outnumber the resident
+  // blocks (a row of 2^28 elements gets every resident block): a block that reads one tile and
+  // leaves spends more on starting, reducing and merging than on its 16 KB, while fewer parts
+  // leave SMs idle on few rows. These are the resident split's parts wherever that holds the row
+  // (its stash takes as many tiles), so a row gets the same bits from either form.
   const int64_t chunks = ceil_div(cols, chunk_elems);
   const int64_t tiles = ceil_div(chunks, tile_chunks);
-  int64_t parts = std::clamp<int64_t>(std::min<int64_t>(resident, ceil_div(tiles, split_min_tiles())), 1, tiles);
-  const int64_t part_chunks = ceil_div(tiles, parts) * tile_chunks;
-  parts = ceil_div(chunks, part_chunks);
-  const int64_t row_bytes = cols * bytes_per_col;
-  const int64_t l2_budget = static_cast<int64_t>(dev.l2_bytes) / 2;
-  int64_t wave_rows = rows * row_bytes <= l2_budget ? rows : std::max<int64_t>(1, l2_budget / row_bytes);
+  const int64_t part_chunks = std::max(split_min_tiles(), ceil_div(tiles, resident)) * tile_chunks;
+  const int64_t parts = ceil_div(chunks, part_chunks);
+  int64_t wave_rows = split_rows_in_one_wave(rows, cols, bytes_per_col, dev)
+                          ? rows
+                          : std::max<int64_t>(1, split_wave_bytes(dev) / (cols * bytes_per_col));
   wave_rows = std::min<int64_t>(wave_rows, std::max<int64_t>(1, (int64_t{1} << 30) / parts));
   const int64_t waves = ceil_div(rows, wave_rows);
   const cuda_kernels::SplitShape sp{part_chunks, static_cast<int>(parts)};
@@ -294,10 +304,17 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
 // many tiles as the stash holds (kResidentStashBytes): on the H200, 256 rows of 1M f32 columns ran
 // at 3.2 TB/s with four tiles per part, 2.3 with two, as each round's wait for the group is paid
 // over more bytes. Like the waves' parts, they depend only on the row length and the device.
+//
+// Rows that launch_split runs in one wave (`bytes_per_col` read per column) are left to it where
+// its parts are these (as many tiles), so a row's bits do not depend on the form: two plain
+// launches, the second reading the rows from L2, take less time than the cooperative launch, whose
+// arrival counters need a memset (about 2 us of a CUDA graph's replay on the H100). There, in
+// graph replay: one f32 row of 256K columns 9.2 -> 8.0 us, of 1M 9.6 -> 8.8, of 4M 14.5 -> 12.8;
+// past one wave the resident split wins (8 x 1M f32 36.4 us, 39.4 in waves).
 template <class Part, class Args>
 Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<Part>), const Args& args, int64_t rows,
-                              int64_t cols, int chunk_elems, int tile_chunks, int held_words, const LaunchEnv& env,
-                              const char* name, bool* launched) {
+                              int64_t cols, int chunk_elems, int tile_chunks, int held_words, int64_t bytes_per_col,
+                              const LaunchEnv& env, const char* name, bool* launched) {
   using namespace launch_detail;
   *launched = false;
   const int forced = resident_split_override();
@@ -315,6 +332,8 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
   const int tile_bytes = held_words * 16 * cuda_kernels::kSplitThreads;
   const int max_tiles = kResidentStashBytes / tile_bytes;
   const int tiles_per_part = forced > 0 ? std::min(forced, max_tiles) : max_tiles;
+  if (forced < 0 && tiles_per_part == split_min_tiles() && split_rows_in_one_wave(rows, cols, bytes_per_col, *env.limits))
+    return Outcome::ok();
   int resident = 0;
   if (Outcome o = resident_blocks_with_smem(fn, env.device, cuda_kernels::kSplitThreads, tiles_per_part * tile_bytes,
                                             kResidentStashBytes, env.limits->sm_count, &resident);

@@ -229,6 +229,56 @@ TEST(CudaDropout, WithoutMaskMatchesWithMask) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), n * 4));
 }
 
+// A split row's statistics do not depend on its batch, whichever form runs it (a lone row takes
+// two plain launches, a batch past half of L2 the resident split): wherever the row alone and the
+// same row in the batch both keep an element, y holds the same bits. (The masks themselves differ,
+// as the flat index of each element does.)
+TEST(CudaDropout, SplitRowAloneHasTheBatchsValuesWhereBothKeep) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    for (const auto& shape : {std::pair<size_t, size_t>{40, 300001}, {9, size_t{1} << 20}}) {
+      const size_t rows = shape.first, cols = shape.second;
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols << " seed " << seed);
+      const size_t n = rows * cols, es = element_size(t);
+      const Buffer x = random_input(t, n, seed);
+      const softmax_options o = cuda_options();
+      // Rows [first, first + count) of x: y and the mask.
+      auto run = [&](size_t first, size_t count, Buffer* y, std::vector<uint8_t>* mask) {
+        const size_t m = count * cols;
+        DeviceBytes dx(m * es), dy(m * es), dm(m);
+        CUDA_OK(cudaMemcpy(dx.p, x.bytes.data() + first * cols * es, m * es, cudaMemcpyHostToDevice));
+        CUDA_OK(poison(dy.p, m * es));
+        ASSERT_RUNS_OR_REFUSED(softmax_dropout(dx.p, dy.p, dm.at<uint8_t>(), int64_t(count), int64_t(cols), t, 0.1f,
+                                               seed, 5, &o),
+                               int64_t(cols), es, 1);
+        *y = Buffer(t, m);
+        mask->resize(m);
+        CUDA_OK(cudaMemcpy(y->data(), dy.p, m * es, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(mask->data(), dm.p, m, cudaMemcpyDeviceToHost));
+      };
+      Buffer batch(t, n), alone(t, cols);
+      std::vector<uint8_t> batch_mask, alone_mask;
+      run(0, rows, &batch, &batch_mask);
+      if (::testing::Test::HasFatalFailure() || batch_mask.empty()) return;
+      for (size_t r : {size_t{0}, rows / 2, rows - 1}) {
+        run(r, 1, &alone, &alone_mask);
+        if (::testing::Test::HasFatalFailure()) return;
+        size_t both = 0;
+        for (size_t col = 0; col < cols; ++col) {
+          const size_t i = r * cols + col;
+          if (!alone_mask[col] || !batch_mask[i]) continue;
+          ++both;
+          ASSERT_EQ(0, std::memcmp(alone.bytes.data() + col * es, batch.bytes.data() + i * es, es))
+              << "row " << r << " column " << col << ": " << alone.get(col) << " alone, " << batch.get(i)
+              << " in the batch";
+        }
+        EXPECT_GT(both, cols / 2) << "row " << r;
+      }
+    }
+  }
+}
+
 TEST(CudaDropout, BadProbabilityRejected) {
   REQUIRE_GPU();
   DeviceBytes dx(64 * 4), dy(64 * 4);

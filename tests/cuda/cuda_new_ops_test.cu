@@ -152,8 +152,8 @@ TEST(CudaBackward, SplitRowsInRounds) {
 // Resident split rows after a block's first, where every row of y and dy starts on a 16-byte
 // boundary, go to shared memory by cp.async, the next row while the block writes this one; a
 // block's first row, and rows off those boundaries, go through registers. Both sum the same tiles
-// in the same order: a row alone (loaded), in a batch (copied), one element off (loaded) or in
-// place gives the same bits, over several rounds of rows. Under a forced strategy that cannot
+// in the same order, as do the waves that run a lone row: a row alone (in waves), in a batch
+// (copied), one element off (loaded) or in place gives the same bits, over several rounds of rows. Under a forced strategy that cannot
 // hold such rows, the batch is refused by name and the case ends there.
 void copied_tiles_case(softmax_dtype t, size_t rows, size_t cols, bool log_softmax) {
   const uint64_t seed = fresh_seed();

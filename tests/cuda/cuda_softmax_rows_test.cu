@@ -126,9 +126,11 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
 }
 
 // Rows past a cluster's registers. Those whose parts fit in the shared memory of the resident
-// blocks run the resident split (one cooperative launch; on the H200 up to about 6.4M columns):
-// a lone row, rows in several rounds of groups, rows just past a cluster, misaligned, log-softmax
-// and in place; 7M columns run in waves. SOFTMAX_CUDA_RESIDENT_SPLIT=0 runs every call in waves.
+// blocks run the resident split (one cooperative launch; on the H200 up to about 6.4M columns)
+// unless the call's x fits in half of L2 (one wave of the waves' two launches): lone rows and
+// small batches in waves, rows in several rounds of groups, rows just past a cluster,
+// misaligned, log-softmax and in place; 7M columns run in waves. SOFTMAX_CUDA_RESIDENT_SPLIT=0
+// runs every call in waves.
 TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {{1, 262145}, {9, size_t{1} << 20}, {40, 262147}, {21, 600001},
@@ -146,9 +148,10 @@ TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
 // Resident split rows after a block's first, where every row starts on a 16-byte boundary, go
 // from global to shared memory by cp.async, the next row while the block writes this one; a
 // block's first row, and rows off those boundaries, are loaded through registers. Both fold the
-// same tiles in the same order, so a row gives the same bits alone (a lone row is loaded) as in a
-// batch (copied), one element off (loaded), or in place: several rounds of rows per group, a part
-// and a tile cut short (300000 columns), an odd length, softmax and log-softmax.
+// same tiles in the same order, and the waves that run a lone row fold the same parts, so a row
+// gives the same bits alone (in waves) as in a batch (copied), one element off (loaded), or in
+// place: several rounds of rows per group, a part and a tile cut short (300000 columns), an odd
+// length, softmax and log-softmax.
 TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {100, 300001}, {9, size_t{1} << 20}, {40, 750000}};
