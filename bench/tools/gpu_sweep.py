@@ -8,6 +8,10 @@ are read once per process, so run it once per setting.
     python3 bench/tools/gpu_sweep.py --lib build/libsoftmax.so --cases rows:f32:1000x4097,bwd:bf16:512x8192+1 \
         [--torch] [--json out.json]
 
+`--latency COLS,...` times single f32 rows and `--graph op:dtype:ROWSxCOLS,...` any call shape
+in CUDA graph replay (the host not timed); `--graph-nodes` what a memset or an alloc and free
+add to a kernel in graph replay.
+
 A case is op:dtype:ROWSxCOLS[+OFFSET], op one of rows, log, dropout, dropout3 (offset 3), bwd,
 dbwd (dropout backward), mixed (bf16 x -> f32 y; also timed: the conversion copy of x into y, the
 same bytes read and written), narrow (f32 x -> y of the case's 16-bit dtype, with its conversion
@@ -232,6 +236,72 @@ def latency_us(lib, cols, reps=200):
     return 1000 * ms / reps, err
 
 
+def graph_us(lib, spec, reps=20):
+    """us per call of one call shape (op:dtype:ROWSxCOLS, op one of rows, dropout, bwd, dbwd):
+    `reps` calls captured in one CUDA graph, the median of 9 replays (the host is not timed)."""
+    op, dname, shape = spec.split(":")
+    rows, cols = (int(v) for v in shape.split("x"))
+    dt = DT[dname]
+    n = rows * cols
+    x = torch.randn(n, device="cuda").to(dt)
+    y, dy = torch.empty_like(x), torch.randn(n, device="cuda").to(dt)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        o = opts()
+        xp, yp, c = x.data_ptr(), y.data_ptr(), CODE[dt]
+        call = {
+            "rows": lambda: lib.softmax_rows(xp, yp, rows, cols, c, ctypes.byref(o)),
+            "dropout": lambda: lib.softmax_dropout(xp, yp, None, rows, cols, c, 0.1, 7, 8, ctypes.byref(o)),
+            "bwd": lambda: lib.softmax_rows_backward(xp, dy.data_ptr(), yp, rows, cols, c, ctypes.byref(o)),
+            "dbwd": lambda: lib.softmax_dropout_backward(xp, dy.data_ptr(), yp, rows, cols, c, 0.1, 7, 8,
+                                                         ctypes.byref(o)),
+        }[op]
+        check(lib, call())
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            for _ in range(reps):
+                call()
+    g.replay()
+    torch.cuda.synchronize()
+    us = 1000 * median_ms(g.replay, 9) / reps
+    moved = (3 if op in ("bwd", "dbwd") else 2) * n * x.element_size()
+    return us, moved / us / 1e3
+
+
+def graph_node_costs(reps=200):
+    """us per call, in graph replay, of a one-element kernel alone and with the nodes a
+    cooperative split call adds around its kernel: a memset (m) and a stream-ordered alloc and
+    free (a)."""
+    import glob
+    rt = ctypes.CDLL(sorted(glob.glob("/usr/local/cuda/lib64/libcudart.so*"))[0])
+    y, buf = torch.zeros(1, device="cuda"), torch.zeros(1024, device="cuda")
+    stream = torch.cuda.Stream()
+    out = {}
+    for kind in ("k", "mk", "ak", "amk"):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream), torch.cuda.graph(g, stream=stream):
+            h = ctypes.c_void_p(stream.cuda_stream)
+            for _ in range(reps):
+                p = ctypes.c_void_p(buf.data_ptr())
+                if "a" in kind:
+                    check_rt(rt.cudaMallocAsync(ctypes.byref(p), ctypes.c_size_t(4096), h))
+                if "m" in kind:
+                    check_rt(rt.cudaMemsetAsync(p, 0, ctypes.c_size_t(64), h))
+                y.add_(1)
+                if "a" in kind:
+                    check_rt(rt.cudaFreeAsync(p, h))
+        g.replay()
+        torch.cuda.synchronize()
+        out[kind] = 1000 * median_ms(g.replay, 7) / reps
+    return out
+
+
+def check_rt(err):
+    if err != 0:
+        raise RuntimeError("CUDA runtime error %d" % err)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -242,6 +312,10 @@ def main():
     ap.add_argument("--torch", action="store_true")
     ap.add_argument("--compile", action="store_true", help="also torch.compile'd torch (with --torch)")
     ap.add_argument("--latency", default="", help="comma-separated single-row lengths to time in a CUDA graph")
+    ap.add_argument("--graph", default="", help="comma-separated op:dtype:ROWSxCOLS calls (rows, dropout, bwd, "
+                                                "dbwd) timed in a CUDA graph of 20")
+    ap.add_argument("--graph-nodes", action="store_true",
+                    help="the graph replay cost of a memset and of an alloc and free beside a kernel")
     ap.add_argument("--json")
     a = ap.parse_args()
     lib = load(a.lib)
@@ -250,6 +324,15 @@ def main():
         us, err = latency_us(lib, cols)
         out.append({"latency_cols": cols, "us": us, "err": err})
         print("latency 1x%-10d %8.2f us per call (graph replay)  err %.1e" % (cols, us, err), flush=True)
+    if a.graph_nodes:
+        costs = graph_node_costs()
+        out.append({"graph_nodes_us": costs})
+        print("graph nodes, us per call: kernel %.2f, memset + kernel %.2f, alloc + kernel + free %.2f, all %.2f"
+              % (costs["k"], costs["mk"], costs["ak"], costs["amk"]), flush=True)
+    for spec in [c for c in a.graph.split(",") if c]:
+        us, gbps = graph_us(lib, spec)
+        out.append({"graph": spec, "us": us, "gbps": gbps})
+        print("graph %-24s %8.2f us per call %7.0f GB/s" % (spec, us, gbps), flush=True)
     for spec in [c for c in a.cases.split(",") if c]:
         try:
             r = run_case(lib, spec, a.reps, a.torch, a.compile, a.batch)
