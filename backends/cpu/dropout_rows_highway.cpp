@@ -33,28 +33,6 @@ namespace cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
-  const float* xc = AsF32(x, dtype.x, size_t(n));
-  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const VF vs = hn::Set(d, static_cast<float>(f.shift));
-  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
-  size_t i = 0;
-  for (; i + N <= size_t(n); i += N) {
-    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
-    const auto kept = Kept(d, keep + i);
-    hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
-  }
-  if (i < size_t(n)) {
-    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(LoadTail(d, xc + i, size_t(n) - i, 0.0f), vs)));
-    StoreTail(d, hn::IfThenElseZero(KeptTail(d, keep + i, size_t(n) - i), v), out + i, size_t(n) - i);
-  }
-  WriteTile(out, y, dtype.y, size_t(n), false);
-}
-
-// ---- dropout ----------------------------------------------------------------------------------
-
 // dst = keep ? e * f : 0 for n scaled e values (keep: 0/1 bytes), with ordinary stores or, when
 // `stream`, through StreamTo (dst 4-byte aligned). dst may be e.
 HWY_INLINE void ApplyKeep(const float* e, const uint8_t* keep, size_t n, const ScaledFactor& vf, float* dst,
@@ -298,6 +276,28 @@ void ShortRowsDropout(const void* x, void* y, Dtypes dtype, int64_t rows, int64_
       return ShortRowsDropoutPhase<3>(xb, yb, dtype, rows, cols, first, rule, mask, stream);
   }
 #endif
+}
+
+// The chunk finishes of long rows: y = keep ? e * factor : 0, with e recomputed from x or taken
+// from chunk_partial's stored values.
+void FinishDropout(const void* x, void* y, Dtypes dtype, int64_t n, ChunkFinish f, const uint8_t* keep) {
+  const float* xc = AsF32(x, dtype.x, size_t(n));
+  float* out = thread_scratch_floats(ScratchSlot::Output, size_t(n));
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF vs = hn::Set(d, static_cast<float>(f.shift));
+  const ScaledFactor vf = MakeScaledFactor(d, static_cast<float>(f.factor));
+  size_t i = 0;
+  for (; i + N <= size_t(n); i += N) {
+    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(hn::LoadU(d, xc + i), vs)));
+    const auto kept = Kept(d, keep + i);
+    hn::StoreU(hn::IfThenElseZero(kept, v), d, out + i);
+  }
+  if (i < size_t(n)) {
+    const VF v = ApplyFactor(vf, ExpScaled(d, hn::Sub(LoadTail(d, xc + i, size_t(n) - i, 0.0f), vs)));
+    StoreTail(d, hn::IfThenElseZero(KeptTail(d, keep + i, size_t(n) - i), v), out + i, size_t(n) - i);
+  }
+  WriteTile(out, y, dtype.y, size_t(n), false);
 }
 
 void FinishDropoutStored(const void* stored, void* y, Dtypes dtype, int64_t n, double factor, const uint8_t* keep,

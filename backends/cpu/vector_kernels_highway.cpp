@@ -74,8 +74,6 @@ HWY_INLINE void LogOut(const float* x, float* out, size_t n, float max, float lo
   if (i < n) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + i, n - i, 0.0f), vm), vl), out + i, n - i);
 }
 
-// ---- the table entries ---------------------------------------------------------------------
-
 // Softmax (or log-softmax) of one row of n <= kChunkElems fp32 values into `out`. A row with a
 // NaN, a +inf, or only -inf has a NaN sum (see ExpNonPositive), so 1/sum and log(sum) are NaN and
 // the whole row comes out NaN with no extra test.
@@ -230,6 +228,8 @@ HWY_INLINE void ShortRowsWith(const void* x, void* y, Dtypes dtype, int64_t rows
     WriteTile(tile, yb + size_t(r0 * cols) * ysize, dtype.y, size_t(nr * cols), stream);
   }
 }
+
+// ---- the table entries ---------------------------------------------------------------------
 
 void ShortRows(const void* x, void* y, Dtypes dtype, int64_t rows, int64_t cols,
                bool log_softmax, bool stream) {
