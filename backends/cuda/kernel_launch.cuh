@@ -253,9 +253,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   const int64_t tiles = ceil_div(chunks, tile_chunks);
   const int64_t part_chunks = std::max(split_min_tiles(), ceil_div(tiles, resident)) * tile_chunks;
   const int64_t parts = ceil_div(chunks, part_chunks);
-  int64_t wave_rows = split_rows_in_one_wave(rows, cols, bytes_per_col, dev)
-                          ? rows
-                          : std::max<int64_t>(1, split_wave_bytes(dev) / (cols * bytes_per_col));
+  int64_t wave_rows = std::min(rows, std::max<int64_t>(1, split_wave_bytes(dev) / (cols * bytes_per_col)));
   wave_rows = std::min<int64_t>(wave_rows, std::max<int64_t>(1, (int64_t{1} << 30) / parts));
   const int64_t waves = ceil_div(rows, wave_rows);
   const cuda_kernels::SplitShape sp{part_chunks, static_cast<int>(parts)};
