@@ -156,7 +156,8 @@ TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {100, 300001}, {9, size_t{1} << 20}, {40, 750000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
-    for (auto [rows, cols] : shapes) {
+    for (const auto& shape : shapes) {
+      const size_t rows = shape.first, cols = shape.second;  // plain variables: the lambda below captures cols
       for (bool log_softmax : {false, true}) {
         const uint64_t seed = fresh_seed();
         SCOPED_TRACE(::testing::Message() << dtype_name(t) << " " << rows << "x" << cols
