@@ -129,6 +129,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 // shares (the same order in every block) and writes dx for its part.
 template <class T, class Y, class A, Backward kOp>
 __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(BackwardArgs a, SplitShape sp, SplitWave w) {
+  release_next_wave();
   constexpr int V = kChunkElems<T>;
   constexpr int K = kSplitK / 2;  // two arrays in registers
   constexpr int64_t kTile = int64_t(kSplitThreads) * K;
@@ -156,9 +157,14 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     }
     Part red[1] = {Part{{d}}};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    if (threadIdx.x == 0) {
+      await_previous_wave();
+      static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    }
     return;
   }
+
+  await_previous_wave();
 
   A D;
   if constexpr (kOp == Backward::FromStats) {

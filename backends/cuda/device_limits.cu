@@ -38,6 +38,8 @@ cudaError_t read_limits(int device, DeviceLimits* l) {
   l->cluster_launch = v != 0;
   if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device))) return e;
   l->cooperative_launch = v != 0;
+  if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device))) return e;
+  l->dependent_launch = v >= 9;
   return cudaSuccess;
 }
 

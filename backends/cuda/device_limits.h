@@ -17,6 +17,7 @@ struct DeviceLimits {
   size_t l2_bytes = 0;
   bool cluster_launch = false;       // thread-block clusters (sm_90+)
   bool cooperative_launch = false;   // grids whose blocks are all resident at once
+  bool dependent_launch = false;     // programmatic dependent launches (compute capability 9.0+)
 };
 
 // Limits of `device`, filled on first use (thread-safe; later calls only read).

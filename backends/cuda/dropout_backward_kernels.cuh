@@ -179,6 +179,7 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
 template <class T, class A>
 __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(DropoutBackwardArgs a, SplitShape sp,
                                                                              SplitWave w) {
+  release_next_wave();
   constexpr int V = kChunkElems<T>;
   constexpr int K = kSplitK / 2;
   constexpr int64_t kTile = int64_t(kSplitThreads) * K;
@@ -213,9 +214,14 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    if (threadIdx.x == 0) {
+      await_previous_wave();
+      static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    }
     return;
   }
+
+  await_previous_wave();
 
   Part acc{A(-INFINITY), {A(0), A(0)}};
   const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;

@@ -476,6 +476,7 @@ __device__ __forceinline__ void finish_split_tile(const ForwardArgs& a, uint64_t
 
 template <class T, class Y, class A, Forward kOp>
 __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
+  release_next_wave();
   constexpr int V = kChunkElems<T>;
   constexpr int K = kSplitK;
   using Part = Weighted<A, 1>;
@@ -499,9 +500,14 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    if (threadIdx.x == 0) {
+      await_previous_wave();
+      static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
+    }
     return;
   }
+
+  await_previous_wave();
 
   // Normalise: merge the row's partials (the same order in every block of the row), then the
   // part again, last tile first (the most recently read, the likeliest still in L2).

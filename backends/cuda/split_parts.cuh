@@ -68,6 +68,25 @@ struct PartSpan {
   }
 };
 
+// Consecutive launches of the waves may overlap (programmatic dependent launch, sm_90+; where,
+// launch_split decides, and never for a call's first launch, whose rows the stream's earlier work
+// may still be writing). Each block lets the next launch start at once, so that its blocks are
+// resident while this one finishes, and waits for the previous launch to complete before it
+// touches what that launch reads or writes: the stats role before it writes its partial (the
+// previous launch may still read that parity's slots), the normalisation before it reads the
+// partials (and before it writes rows that the previous launch's stats role read, where y is x).
+// In a launch without the overlap both are no-ops.
+__device__ __forceinline__ void release_next_wave() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void await_previous_wave() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // A block's role, row and part in a launch of waves: the first stats_rows * parts blocks
 // compute partials, the others normalise.
 struct WavePart {
