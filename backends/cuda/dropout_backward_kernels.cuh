@@ -214,10 +214,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    if (threadIdx.x == 0) {
-      await_previous_wave();
-      static_cast<Part*>(w.stats_out)[wp.slot] = red[0];
-    }
+    publish_partial(w, wp, red[0]);
     return;
   }
 

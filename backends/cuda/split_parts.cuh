@@ -103,5 +103,15 @@ struct WavePart {
   }
 };
 
+// The stats role's thread 0 stores its block's partial, once the previous launch is done with
+// the slots of that parity (release_next_wave).
+template <class Part>
+__device__ __forceinline__ void publish_partial(const SplitWave& w, const WavePart& wp, const Part& part) {
+  if (threadIdx.x == 0) {
+    await_previous_wave();
+    static_cast<Part*>(w.stats_out)[wp.slot] = part;
+  }
+}
+
 }  // namespace cuda_kernels
 }  // namespace softmax_internal
