@@ -127,7 +127,12 @@ san memcheck 'CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:CudaDro
 # test (few rows on every strategy: segments, blocks, clusters, split) and a misaligned block
 # and a split shape.
 san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllShapes/CudaRowsTest.*/f32_cols1048577' &
-san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
+# synccheck runs the plan of GPUs without clusters of 16 blocks: under it (CUDA 13.0, H100), a
+# cluster of 16 whose blocks exchange words by st.async counted on their mbarriers fails with an
+# illegal address and no synccheck report, a minimal such kernel as much as the library's, while
+# the same kernels pass memcheck, racecheck and initcheck and without a tool give right results;
+# clusters of 8 pass synccheck.
+SOFTMAX_CUDA_MAX_CLUSTER=8 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
 for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters forced_split_waves forced_split_resident split_waves_overlapped comparison_tests determinism_tests api_tests semantics_tests; do

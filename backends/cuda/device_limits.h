@@ -16,6 +16,7 @@ struct DeviceLimits {
   int max_smem_per_block_optin = 0;  // bytes
   size_t l2_bytes = 0;
   bool cluster_launch = false;       // thread-block clusters (sm_90+)
+  bool large_clusters = false;       // clusters of 16 blocks (non-portable) can be resident
   bool cooperative_launch = false;   // grids whose blocks are all resident at once
   bool dependent_launch = false;     // programmatic dependent launches (compute capability 9.0+)
 };

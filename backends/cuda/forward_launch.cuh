@@ -140,10 +140,22 @@ template <class T, Forward kOp, bool kFull>
 constexpr bool kForwardTrim =
     kFull && (kOp == Forward::Softmax || (kOp == Forward::Dropout && kChunkElems<T> == 8));
 
+// The largest cluster of a forward family's default plan (KernelFamily::max_cluster): 16 for the
+// full families, taken only by rows that no cluster of eight holds (f32 chunks 128K-256K columns,
+// 16-bit softmax rows 256K-512K, 16-bit dropout 128K-256K) on GPUs that keep clusters of 16
+// resident (DeviceLimits::large_clusters); longer rows run as split rows. On the H100, against
+// those split rows: one to four rows 1.2-1.6x as fast (one f32 row of 160K columns 7.2 -> 4.6 us,
+// 256K 7.4 -> 6.3; 16-bit dropout 2x), 64-256 rows +8-37% (256 f32 rows of 256K columns 91% ->
+// 98% of copy; bf16 x dropout into f32 y, 256 rows of 200003 columns, -4%); 16 rows of 256K
+// columns -4% for softmax rows, -12-14% for dropout into f32, +9% for 16-bit dropout (not
+// profiled; bench/RESULTS.md).
+template <Forward kOp, bool kFull>
+constexpr int kForwardMaxCluster = kFull ? 16 : 8;
+
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
-                        kForwardSegmentChunks<T, kOp>, 8, kForwardSmallBlocks<T, kOp>,
+                        kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<kOp, kFull>, kForwardSmallBlocks<T, kOp>,
                         kForwardWideTieBlocks<T, Y, kOp>, kForwardTrim<T, kOp, kFull>>(
       a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }

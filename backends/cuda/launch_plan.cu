@@ -13,8 +13,12 @@ enum class Forced { None, Segment, Block, Cluster, Split };
 struct Overrides {
   Forced strategy = Forced::None;
   int max_threads = 1024;
-  int max_cluster = 8;  // portable cluster size; 16 needs a non-portable launch
+  int max_cluster = 0;  // SOFTMAX_CUDA_MAX_CLUSTER; 0: not set
 };
+
+// The largest cluster of small blocks (SmallBlockClusters) and of a forced cluster plan without
+// SOFTMAX_CUDA_MAX_CLUSTER: the portable size. Only rows that no cluster of eight holds take 16.
+constexpr int kPortableCluster = 8;
 
 const Overrides& overrides() {
   static const Overrides o = [] {
@@ -179,8 +183,10 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
   const Overrides& o = overrides();
   const int64_t chunks = ceil_div(cols, chunk_elems);
   const int max_threads = o.max_threads;
-  // Clusters need sm_90; 16 blocks need a non-portable launch, which the launch code requests.
-  const int max_cluster = dev.cluster_launch ? o.max_cluster : 1;
+  // Clusters need sm_90; 16 blocks need a non-portable launch (which the launch code requests)
+  // and a GPU that keeps such clusters resident.
+  const int device_cluster = !dev.cluster_launch ? 1 : dev.large_clusters ? 16 : kPortableCluster;
+  const int max_cluster = o.max_cluster > 0 ? std::min(o.max_cluster, device_cluster) : device_cluster;
   Plan p;
   auto refuse = [&](const char* why) {
     return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
@@ -196,7 +202,7 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
       break;
     case Forced::Cluster:
       if (max_cluster < 2) return refuse("this device has no thread-block clusters");
-      if (!cluster_plan(chunks, family, max_threads, max_cluster, 2, &p))
+      if (!cluster_plan(chunks, family, max_threads, o.max_cluster > 0 ? max_cluster : kPortableCluster, 2, &p))
         return refuse("the row does not fit in one cluster's registers");
       break;
     case Forced::Split: p = Plan{}; break;
@@ -206,7 +212,9 @@ Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, con
       if (segment_plan(chunks, family, family.segment_width, &p)) break;
       Plan block;
       const bool one_block = block_plan(chunks, family, threads, &block);
-      if (small_block_cluster_plan(chunks, family, one_block ? block.threads : 0, threads, cluster, &p)) break;
+      if (small_block_cluster_plan(chunks, family, one_block ? block.threads : 0, threads,
+                                   std::min(cluster, kPortableCluster), &p))
+        break;
       if (one_block) {
         p = block;
       } else if (!(cluster >= 2 && cluster_plan(chunks, family, threads, cluster, 2, &p))) {

@@ -129,13 +129,15 @@ struct KernelFamily {
   // backward families, mixed under the cap, keep 1024 (bench/RESULTS.md).
   int block_threads;
   // The largest cluster the default plan takes (forced strategies take up to 8, or
-  // SOFTMAX_CUDA_MAX_CLUSTER); rows past it run as split rows. Where the split is resident in
+  // SOFTMAX_CUDA_MAX_CLUSTER; a GPU that cannot keep clusters of 16 resident, at most 8; clusters
+  // of small blocks, at most 8); rows past it run as split rows. Where the split is resident in
   // shared memory (softmax_rows and its backward), clusters of 1024-thread blocks lost to it on
   // the H200: 16-bit backward rows past one block (32K-128K +19-56%), f32 and mixed backward rows
   // past clusters of four (96K +14%; at 64K the cluster of four is 11% ahead). The forward
   // families, whose blocks take at most 512 threads where rows are long (16-bit softmax rows in
-  // the wide packed kernel), keep clusters of up to eight: 16-bit rows of 128K-256K columns ran
-  // 4-8% faster so than as split rows, 200003 columns one element off 15%, 16 rows of 128K 26%.
+  // the wide packed kernel), take clusters of up to eight: 16-bit rows of 128K-256K columns ran
+  // 4-8% faster so than as split rows, 200003 columns one element off 15%, 16 rows of 128K 26%;
+  // the full forward families up to 16 (forward_launch.cuh, kForwardMaxCluster).
   int max_cluster;
   // The wide kernel holds 16-bit rows packed and takes their exps twice (16-bit softmax rows):
   // block_plan takes it only where the narrow blocks fit at most three to an SM.

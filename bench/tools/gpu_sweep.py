@@ -237,21 +237,26 @@ def latency_us(lib, cols, reps=200):
 
 
 def graph_us(lib, spec, reps=20):
-    """us per call of one call shape (op:dtype:ROWSxCOLS, op one of rows, dropout, bwd, dbwd):
-    `reps` calls captured in one CUDA graph, the median of 9 replays (the host is not timed)."""
+    """us per call of one call shape (op:dtype:ROWSxCOLS, op one of rows, dropout, bwd, dbwd, mixed
+    and mdropout (16-bit x, f32 y)): `reps` calls captured in one CUDA graph, the median of 9
+    replays (the host is not timed)."""
     op, dname, shape = spec.split(":")
     rows, cols = (int(v) for v in shape.split("x"))
     dt = DT[dname]
     n = rows * cols
+    mixed_y = op in ("mixed", "mdropout")
     x = torch.randn(n, device="cuda").to(dt)
-    y, dy = torch.empty_like(x), torch.randn(n, device="cuda").to(dt)
+    y = torch.empty(n, dtype=torch.float32 if mixed_y else dt, device="cuda")
+    dy = torch.randn(n, device="cuda").to(dt)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        o = opts()
+        o = opts(FLAG_Y_DTYPE, 0) if mixed_y else opts()
         xp, yp, c = x.data_ptr(), y.data_ptr(), CODE[dt]
         call = {
             "rows": lambda: lib.softmax_rows(xp, yp, rows, cols, c, ctypes.byref(o)),
+            "mixed": lambda: lib.softmax_rows(xp, yp, rows, cols, c, ctypes.byref(o)),
             "dropout": lambda: lib.softmax_dropout(xp, yp, None, rows, cols, c, 0.1, 7, 8, ctypes.byref(o)),
+            "mdropout": lambda: lib.softmax_dropout(xp, yp, None, rows, cols, c, 0.1, 7, 8, ctypes.byref(o)),
             "bwd": lambda: lib.softmax_rows_backward(xp, dy.data_ptr(), yp, rows, cols, c, ctypes.byref(o)),
             "dbwd": lambda: lib.softmax_dropout_backward(xp, dy.data_ptr(), yp, rows, cols, c, 0.1, 7, 8,
                                                          ctypes.byref(o)),
@@ -265,7 +270,7 @@ def graph_us(lib, spec, reps=20):
     g.replay()
     torch.cuda.synchronize()
     us = 1000 * median_ms(g.replay, 9) / reps
-    moved = (3 if op in ("bwd", "dbwd") else 2) * n * x.element_size()
+    moved = (3 if op in ("bwd", "dbwd") else 2) * n * x.element_size() + (n * 2 if mixed_y else 0)
     return us, moved / us / 1e3
 
 
@@ -313,7 +318,7 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also torch.compile'd torch (with --torch)")
     ap.add_argument("--latency", default="", help="comma-separated single-row lengths to time in a CUDA graph")
     ap.add_argument("--graph", default="", help="comma-separated op:dtype:ROWSxCOLS calls (rows, dropout, bwd, "
-                                                "dbwd) timed in a CUDA graph of 20")
+                                                "dbwd, mixed, mdropout) timed in a CUDA graph of 20")
     ap.add_argument("--graph-nodes", action="store_true",
                     help="the graph replay cost of a memset and of an alloc and free beside a kernel")
     ap.add_argument("--json")

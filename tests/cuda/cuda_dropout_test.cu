@@ -90,7 +90,7 @@ TEST(CudaDropout, MaskMatchesCpuBitForBit) {
                                               {17, 33},   {9, 127},    {21, 130},    {31, 1000},  {5, 1023},
                                               {11, 1025}, {7, 2050},   {3, 4097},    {13, 8200},  {2, 12345},
                                               {67, 32768}, {3, 32769}, {2, 65537},   {1, 1 << 20}, {1, 300001},
-                                              {19, 400001}, {9, 1 << 20}};
+                                              {19, 400001}, {9, 1 << 20}, {3, 200003}};
   const uint64_t seeds[] = {0, 1, 0x123456789abcdefull, 0xffffffffffffffffull};
   const uint64_t offsets[] = {0, 1, 2, 3, 4, 7, 0x100000001ull, 0xfffffffffffffffdull};
   int i = 0;

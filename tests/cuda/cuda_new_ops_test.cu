@@ -469,12 +469,15 @@ void run_forward_typed(softmax_dtype xt, softmax_dtype yt, size_t rows, size_t c
 }
 
 // Every pair of storage types from segments to split rows; 1100 and 2050 columns take the blocks
-// of three chunks a thread of f32 chunks (f32 rows, 16-bit x with f32 y) and of 16-bit rows.
+// of three chunks a thread of f32 chunks (f32 rows, 16-bit x with f32 y) and of 16-bit rows;
+// 200003 columns take clusters of 16 blocks where y is f32 and x f32 or 16-bit, clusters of eight
+// where both are 16-bit, split rows where x is f32 and y 16-bit or either is f64.
 TEST(CudaTypes, EveryPairOfStorageTypes) {
   REQUIRE_GPU();
   for (softmax_dtype xt : kAllDtypes) {
     for (softmax_dtype yt : kAllDtypes) {
-      for (size_t cols : {size_t{5}, size_t{1000}, size_t{1100}, size_t{2050}, size_t{8193}, size_t{70001}}) {
+      for (size_t cols : {size_t{5}, size_t{1000}, size_t{1100}, size_t{2050}, size_t{8193}, size_t{70001},
+                          size_t{200003}}) {
         run_forward_typed(xt, yt, 9, cols, false, 8.0f, 0);
         run_forward_typed(xt, yt, 7, cols, true, 8.0f, 1);
       }

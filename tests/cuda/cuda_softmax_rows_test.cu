@@ -75,7 +75,8 @@ TEST_P(CudaRowsTest, MisalignedByOneElement) {
   run_case({dtype, std::max<size_t>(3, rows_for(cols) / 7) | 1, cols, log_softmax, 1});
 }
 
-const size_t kCols[] = {1, 2, 3, 31, 32, 33, 127, 1000, 1023, 1024, 1025, 1536, 2047, 4097, 12345, 32769, 65537, 1048577};
+const size_t kCols[] = {1,    2,    3,    31,   32,    33,    127,   1000,   1023,  1024,
+                        1025, 1536, 2047, 4097, 12345, 32769, 65537, 200003, 1048577};
 
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, CudaRowsTest,
@@ -107,15 +108,16 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
 
 // Shapes that land on each branch of the launcher's table: warp groups of every width, one block
 // per row (16-bit rows of 1200 columns: one warp of six chunks; 640, 1100 and 2304 columns: warps
-// of three chunks, f32 or 16-bit), clusters of 2/4/8, split rows for few rows, for long rows, and
-// in several L2-sized waves.
+// of three chunks, f32 or 16-bit), clusters of 2/4/8/16 (16: f32 rows of 200003 and 262144
+// columns, 16-bit rows of 400000), split rows for few rows, for long rows, and in several L2-sized
+// waves.
 TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
   REQUIRE_GPU();
   const std::pair<size_t, size_t> shapes[] = {
       {4097, 4},   {1001, 8},   {517, 64},   {301, 256},    {77, 640},    {33, 1024},   {53, 1100},
       {67, 1200},  {131, 2048}, {43, 2304},  {29, 8192},    {201, 8193},  {67, 16384},  {101, 32768},
       {41, 65536}, {5, 20000},  {2, 40000},  {3, 131072},   {1, 1 << 20}, {40, 200003}, {24, 262144},
-      {7, 16385}};
+      {7, 16385},  {3, 400000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16, SOFTMAX_DTYPE_F16}) {
     for (auto [rows, cols] : shapes) {
       run_case({t, rows, cols, false});
@@ -130,18 +132,21 @@ TEST(CudaRowsStrategies, EveryBranchOfTheTable) {
 // unless the call's x fits in half of L2 (one wave of the waves' two launches): lone rows and
 // small batches in waves, rows in several rounds of groups, rows just past a cluster,
 // misaligned, log-softmax and in place; 7M columns run in waves. SOFTMAX_CUDA_RESIDENT_SPLIT=0
-// runs every call in waves.
+// runs every call in waves. A cluster holds twice the columns of 16-bit rows (one of 16 blocks:
+// 256K f32, 512K 16-bit columns), so their shapes past it are twice as long.
 TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
   REQUIRE_GPU();
-  const std::pair<size_t, size_t> shapes[] = {{1, 262145}, {9, size_t{1} << 20}, {40, 262147}, {21, 600001},
-                                              {100, 300000}, {1, 6000000}, {2, 7000000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    const size_t s = 4 / element_size(t);
+    const std::pair<size_t, size_t> shapes[] = {{1, 262144 * s + 1}, {9, size_t{1} << 20}, {40, 262144 * s + 3},
+                                                {21, 600001},        {100, 300000 * s},    {1, 6000000},
+                                                {2, 7000000}};
     for (auto [rows, cols] : shapes) {
       run_case({t, rows, cols, false});
       run_case({t, rows, cols, true, 1});
     }
-    run_case({t, 5, 400003, false, 0, true});
-    run_case({t, 100, 300000, true, 0, true});
+    run_case({t, 5, 400003 * s, false, 0, true});
+    run_case({t, 100, 300000 * s, true, 0, true});
   }
 }
 
@@ -150,12 +155,14 @@ TEST(CudaRowsSplit, ResidentRoundsAndWaves) {
 // block's first row, and rows off those boundaries, are loaded through registers. Both fold the
 // same tiles in the same order, and the waves that run a lone row fold the same parts, so a row
 // gives the same bits alone (in waves) as in a batch (copied), one element off (loaded), or in
-// place: several rounds of rows per group, a part and a tile cut short (300000 columns), an odd
-// length, softmax and log-softmax.
+// place: several rounds of rows per group, a part and a tile cut short (300000 f32 columns, 600000
+// 16-bit), an odd length, softmax and log-softmax.
 TEST(CudaRowsSplit, CopiedTilesGiveTheBitsOfLoadedOnes) {
   REQUIRE_GPU();
-  const std::pair<size_t, size_t> shapes[] = {{100, 300000}, {100, 300001}, {9, size_t{1} << 20}, {40, 750000}};
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_BF16}) {
+    const size_t s = 4 / element_size(t);  // past a cluster of 16-bit rows: twice the columns
+    const std::pair<size_t, size_t> shapes[] = {
+        {100, 300000 * s}, {100, 300000 * s + 1}, {9, size_t{1} << 20}, {40, 750000}};
     for (const auto& shape : shapes) {
       const size_t rows = shape.first, cols = shape.second;  // plain variables: the lambda below captures cols
       for (bool log_softmax : {false, true}) {

@@ -36,13 +36,13 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::None, 2, true},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 8, SmallBlockClusters::LoneBlocks, 3, true},
-      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 8, SmallBlockClusters::MoreWarps, 4, true},
+      {"f32 softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::None, 2, true},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 16, SmallBlockClusters::LoneBlocks, 3, true},
+      {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::MoreWarps, 4, true},
       {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0, false},
       {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, 0, false},
-      {"f32 dropout", 4, 1, true, true, false, 4, 8, SmallBlockClusters::PairedBlocks, 0, false},
-      {"16-bit dropout", 8, 1, true, true, false, 2, 8, SmallBlockClusters::None, 0, true},
+      {"f32 dropout", 4, 1, true, true, false, 4, 16, SmallBlockClusters::PairedBlocks, 0, false},
+      {"16-bit dropout", 8, 1, true, true, false, 2, 16, SmallBlockClusters::None, 0, true},
       {"f32 backward", 4, 2, true, true, false, 2, 4, SmallBlockClusters::None, 0, false},
       {"16-bit backward", 8, 2, true, true, false, 2, 1, SmallBlockClusters::None, 0, false},
       {"mixed backward", 4, 2, false, true, false, 2, 4, SmallBlockClusters::None, 0, false},
@@ -63,6 +63,7 @@ DeviceLimits hopper() {
   d.sm_count = 132;
   d.max_threads_per_sm = 2048;
   d.cluster_launch = true;
+  d.large_clusters = true;
   return d;
 }
 
@@ -231,7 +232,7 @@ TEST_P(DefaultPlan, RowsOfLargeBlocksRunAsClustersOfSmallOnes) {
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
     const int64_t chunks = ceil_div(cols, fc.chunk_elems);
     if (fc.small == SmallBlockClusters::MoreWarps) {
-      if (p.strategy != Strategy::Cluster) continue;
+      if (p.strategy != Strategy::Cluster || p.cluster > 8) continue;  // 16: SixteenBlocksOnlyPastEight
       const int64_t small_threads = cluster_threads(chunks, f, 256);
       const int64_t large_threads = cluster_threads(chunks, f, f.block_threads);
       const bool more = small_threads > 0 && (large_threads == 0 || resident_warps(small_threads) >
@@ -312,21 +313,54 @@ TEST_P(DefaultPlan, BlockThreadsOfTheFamily) {
 }
 
 // Rows past the family's largest cluster run as split rows: no clusters for 16-bit backward rows,
-// up to four blocks for the f32 and mixed backward, eight for the rest.
+// up to four blocks for the f32 and mixed backward, eight for the statistics and the f64 and
+// dropout backward families, sixteen for the full forward families. A GPU that cannot keep
+// clusters of 16 resident stops every family at eight.
 TEST_P(DefaultPlan, ClustersUpToTheFamilysLargest) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
   EXPECT_EQ(f.max_cluster, fc.max_cluster);
-  int largest = 0;
-  bool split = false;
+  DeviceLimits portable = hopper();
+  portable.large_clusters = false;
+  for (const DeviceLimits& dev : {hopper(), portable}) {
+    const int most = dev.large_clusters ? fc.max_cluster : std::min(fc.max_cluster, 8);
+    int largest = 0;
+    bool split = false;
+    for (int64_t cols : lengths()) {
+      Plan p;
+      ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, dev, &p).good());
+      if (p.strategy == Strategy::Cluster) largest = std::max(largest, p.cluster);
+      if (p.strategy == Strategy::Split && ceil_div(cols, fc.chunk_elems) <= int64_t{most} * f.block_threads * f.wide_k)
+        ADD_FAILURE() << fc.name << ", " << cols << " columns: split rows that a cluster of " << most << " holds";
+      split |= p.strategy == Strategy::Split;
+    }
+    EXPECT_EQ(largest, most == 1 ? 0 : most) << fc.name << (dev.large_clusters ? "" : ", clusters of 8 at most");
+    EXPECT_TRUE(split) << fc.name;
+  }
+}
+
+// Clusters of 16 blocks hold only rows that no cluster of eight of the family's blocks holds;
+// clusters of small blocks stay at eight blocks (RowsOfLargeBlocksRunAsClustersOfSmallOnes).
+TEST_P(DefaultPlan, SixteenBlocksOnlyPastEight) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = family_of(fc);
+  int64_t sixteen = 0;
   for (int64_t cols : lengths()) {
     Plan p;
     ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, hopper(), &p).good());
-    if (p.strategy == Strategy::Cluster) largest = std::max(largest, p.cluster);
-    split |= p.strategy == Strategy::Split;
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    const int64_t eight = int64_t{8} * f.block_threads * f.wide_k;
+    const bool past_eight = chunks > eight && chunks <= 2 * eight;
+    if (p.strategy == Strategy::Cluster && p.cluster == 16) {
+      ++sixteen;
+      ASSERT_TRUE(past_eight) << fc.name << ", " << cols << " columns";
+      ASSERT_EQ(p.k, f.wide_k) << fc.name << ", " << cols << " columns";
+      ASSERT_GT(p.threads, f.block_threads / 2) << fc.name << ", " << cols << " columns";
+    } else if (fc.max_cluster == 16) {
+      ASSERT_FALSE(past_eight) << fc.name << ", " << cols << " columns: " << strategy_name(p.strategy);
+    }
   }
-  EXPECT_EQ(largest, fc.max_cluster == 1 ? 0 : fc.max_cluster) << fc.name;
-  EXPECT_TRUE(split) << fc.name;
+  EXPECT_EQ(sixteen > 0, fc.max_cluster == 16) << fc.name;
 }
 
 // Rows just past one warp of block_k chunks run one warp of warp_chunks (16-bit softmax rows of
