@@ -199,8 +199,8 @@ enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
                            int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k);
 
-// Chunks per row a strategy can hold with the default limits (1024 threads per block, clusters of
-// up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
+// Chunks per row a forced strategy can hold with the default limits (1024 threads per block,
+// clusters of up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
 // which calls must be refused.
 inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays, bool packed16 = false) {
   const int64_t k = max_chunks(chunk_elems, arrays), wide = wide_chunks(chunk_elems, arrays, packed16);
@@ -227,8 +227,9 @@ struct Plan {
 // SOFTMAX_CUDA_STRATEGY=segment|block|cluster|split forces a strategy (tests and tuning): a
 // forced strategy that cannot hold the row fails the call with INTERNAL_ERROR and says so,
 // rather than quietly running another. SOFTMAX_CUDA_MAX_THREADS caps block threads (a multiple
-// of 32), SOFTMAX_CUDA_MAX_CLUSTER the cluster size (1..16; 1 plans as on GPUs without thread
-// block clusters, before sm_90); both are read once per process.
+// of 32), SOFTMAX_CUDA_MAX_CLUSTER the cluster size (1..16, never past the device's: 1 plans as on
+// GPUs without thread block clusters, before sm_90, 8 as on GPUs without clusters of 16); both
+// are read once per process.
 Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out);
 
 // The resident split's grid (kernel_launch.cuh, launch_resident_split) for rows of `tiles` tiles
