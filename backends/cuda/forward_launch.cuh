@@ -147,15 +147,15 @@ constexpr bool kForwardTrim =
 // those split rows: one to four rows 1.2-1.6x as fast (one f32 row of 160K columns 7.2 -> 4.6 us,
 // 256K 7.4 -> 6.3; 16-bit dropout 2x), 64-256 rows +8-37% (256 f32 rows of 256K columns 91% ->
 // 98% of copy; bf16 x dropout into f32 y, 256 rows of 200003 columns, -4%); 16 rows of 256K
-// columns -4% for softmax rows, -12-14% for dropout into f32, +9% for 16-bit dropout (not
-// profiled; bench/RESULTS.md).
-template <Forward kOp, bool kFull>
+// columns -4% for softmax rows, -12-14% for dropout into f32, +9% for 16-bit dropout: the GPU
+// runs such clusters in waves of 14 (softmax rows) or 7 (dropout) (bench/RESULTS.md).
+template <bool kFull>
 constexpr int kForwardMaxCluster = kFull ? 16 : 8;
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
-                        kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<kOp, kFull>, kForwardSmallBlocks<T, kOp>,
+                        kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<kFull>, kForwardSmallBlocks<T, kOp>,
                         kForwardWideTieBlocks<T, Y, kOp>, kForwardTrim<T, kOp, kFull>>(
       a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
