@@ -200,8 +200,8 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
                            int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k);
 
 // Chunks per row a forced strategy can hold with the default limits (1024 threads per block,
-// clusters of up to 8 blocks); split holds any row. The test suites that force a strategy read it to know
-// which calls must be refused.
+// clusters of up to 8 blocks); split holds any row. The test suites that force a strategy read it
+// to know which calls must be refused.
 inline int64_t strategy_capacity_chunks(Strategy s, int chunk_elems, int arrays, bool packed16 = false) {
   const int64_t k = max_chunks(chunk_elems, arrays), wide = wide_chunks(chunk_elems, arrays, packed16);
   switch (s) {
