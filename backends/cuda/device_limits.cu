@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_outcome.h"
+#include "backends/cuda/kernel_cache.h"
 #include "backends/cuda/relaxed_capture.h"
 
 namespace softmax_internal {
@@ -29,25 +30,15 @@ __global__ void cluster_probe_kernel() {}
 // device: then so can every cluster the launcher plans, whatever its blocks' registers. 16 is a
 // non-portable size that a GPU with clusters may not offer (a MIG slice, a GPC of fewer SMs); any
 // error here only means no.
-bool probe_large_clusters(const DeviceLimits& l) {
-  const RelaxedCaptureMode relaxed;  // the first call may be under the caller's graph capture
+bool probe_large_clusters(int device, const DeviceLimits& l) {
   const void* fn = reinterpret_cast<const void*>(cluster_probe_kernel);
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 16;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(16);
-  cfg.blockDim = dim3(1024);
-  cfg.dynamicSmemBytes = size_t(l.max_smem_per_block_optin);  // one block to an SM
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  if (!allow_large_clusters(fn, device).good()) return false;
+  const RelaxedCaptureMode relaxed;  // the first call may be under the caller's graph capture
   int clusters = 0;
-  const bool ok = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
-                  cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem_per_block_optin) ==
-                      cudaSuccess &&
-                  cudaOccupancyMaxActiveClusters(&clusters, cluster_probe_kernel, &cfg) == cudaSuccess;
+  const bool ok =
+      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem_per_block_optin) ==
+          cudaSuccess &&
+      max_active_clusters(fn, 1024, 16, l.max_smem_per_block_optin, &clusters) == cudaSuccess;  // one block an SM
   (void)cudaGetLastError();
   return ok && clusters > 0;
 }
@@ -66,7 +57,7 @@ cudaError_t read_limits(int device, DeviceLimits* l) {
   l->l2_bytes = static_cast<size_t>(v);
   if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, device))) return e;
   l->cluster_launch = v != 0;
-  l->large_clusters = l->cluster_launch && probe_large_clusters(*l);
+  l->large_clusters = l->cluster_launch && probe_large_clusters(device, *l);
   if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device))) return e;
   l->cooperative_launch = v != 0;
   if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device))) return e;

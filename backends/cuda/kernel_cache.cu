@@ -52,6 +52,21 @@ void remember(const Key& k, int value) {
 
 }  // namespace
 
+cudaError_t max_active_clusters(const void* kernel, int threads, int cluster, int smem, int* clusters) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, kernel, &cfg);
+}
+
 Outcome resident_blocks(const void* kernel, int device, int threads, int smem, int sm_count, int* blocks) {
   return resident_clusters(kernel, device, threads, 1, smem, sm_count, blocks);
 }
@@ -67,18 +82,7 @@ Outcome resident_clusters(const void* kernel, int device, int threads, int clust
     SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, size_t(smem)));
     n = per_sm * sm_count;
   } else {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
-    cfg.blockDim = dim3(static_cast<unsigned>(threads));
-    cfg.dynamicSmemBytes = size_t(smem);
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    SOFTMAX_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+    SOFTMAX_CUDA_TRY(max_active_clusters(kernel, threads, cluster, smem, &n));
   }
   *clusters = std::max(1, n);
   remember(key, *clusters);

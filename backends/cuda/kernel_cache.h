@@ -27,4 +27,9 @@ Outcome resident_blocks_with_smem(const void* kernel, int device, int threads, i
 // Lets `kernel` launch clusters of more than 8 blocks (a kernel-wide attribute, set once).
 Outcome allow_large_clusters(const void* kernel, int device);
 
+// The occupancy calculator's count of clusters of `cluster` blocks of `threads` threads of
+// `kernel` (`smem` bytes of dynamic shared memory each) resident at once on the current device,
+// 0 included; not cached (resident_clusters caches it).
+cudaError_t max_active_clusters(const void* kernel, int threads, int cluster, int smem, int* clusters);
+
 }  // namespace softmax_internal
