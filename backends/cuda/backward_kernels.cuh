@@ -145,14 +145,33 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     y.load(a.y, a.y_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
     dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
   };
-
+  // As split_rows_forward (kSplitTilesAhead): the next tile's loads go out once the current
+  // tile's words are taken, where the types are known at compile time.
+  constexpr bool kAhead = !kGeneric<T>;
+  struct Issued {
+    LoadedUnits<K> y, dy;
+  };
+  auto issue_tile = [&](int64_t t, Issued& u) {
+    const int64_t first = row * cols + t * V;
+    const int limit = at.limit(t * V, kTile * V);
+    issue_row<T, K>(a.y, a.y_end, first, limit, true, p, u.y);
+    issue_row<T, K>(a.dy, a.dy_end, first, limit, true, p, u.dy);
+  };
   if (wp.stats_role) {
     A d = A(0);
+    Issued next;
+    if constexpr (kAhead) issue_tile(at.begin, next);
     for (int64_t t = at.begin; t < at.end; t += kTile) {
       const int64_t col0 = t * V;
       const int limit = at.limit(col0, kTile * V);
       Held y, dy;
-      load_tile(col0, limit, y, dy);
+      if constexpr (kAhead) {
+        y.take(next.y, limit, p, A(0));
+        dy.take(next.dy, limit, p, A(0));
+        if (t + kTile < at.end) issue_tile(t + kTile, next);
+      } else {
+        load_tile(col0, limit, y, dy);
+      }
       d += backward_dot<A, K, V>(y, dy, a.log_softmax);
     }
     Part red[1] = {Part{{d}}};
@@ -179,11 +198,19 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     return;
   }
   const int64_t last = at.last_tile(kTile);
+  Issued next;
+  if constexpr (kAhead) issue_tile(last, next);
   for (int64_t t = last; t >= at.begin; t -= kTile) {
     const int64_t col0 = t * V;
     const int limit = at.limit(col0, kTile * V);
     Held y, dy;
-    load_tile(col0, limit, y, dy);
+    if constexpr (kAhead) {
+      y.take(next.y, limit, p, A(0));
+      dy.take(next.dy, limit, p, A(0));
+      if (t > at.begin) issue_tile(t - kTile, next);
+    } else {
+      load_tile(col0, limit, y, dy);
+    }
     A dx[K][V];
     backward_finish<A, K, V>(y, dy, D, a.log_softmax, dx);
     store_row<T, Y, A, K, V>(a.dx, row * cols + col0, limit, true, a.dx_dtype, p, dx);

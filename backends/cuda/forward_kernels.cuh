@@ -474,6 +474,13 @@ __device__ __forceinline__ void finish_split_tile(const ForwardArgs& a, uint64_t
   finish_forward<T, Y, A, kOp, K, V>(a, flat0, limit, true, p, h, sh, factor, log, bits);
 }
 
+// Whether a split block issues the loads of its part's next tile once it has taken the current
+// one's words, before it reduces or writes it: two tiles in flight, where a lone row's part (one
+// block on its SM) otherwise takes its tiles one memory latency at a time. Not for run-time types
+// (loaded in place) nor rows moved in pieces.
+template <class T, class Y, Forward kOp>
+constexpr bool kSplitTilesAhead = !kGeneric<T> && !kRowsInPieces<kOp, Y>;
+
 template <class T, class Y, class A, Forward kOp>
 __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {
   release_next_wave();
@@ -487,13 +494,26 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const PartSpan at(wp.part, sp.part_chunks, cols, V);
   const Place p = split_tile_place<K>();
 
+  using Held = HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true>;
+  constexpr bool kAhead = kSplitTilesAhead<T, Y, kOp>;
+  // Issues the loads of tile t (its first chunk) of this block's part of the row.
+  auto issue_tile = [&](int64_t t, LoadedUnits<K>& u) {
+    issue_row<T, K>(a.x, a.x_end, row * cols + t * V, at.limit(t * V, kSplitTile * V), true, p, u);
+  };
   if (wp.stats_role) {
     Part acc{A(-INFINITY), {A(0)}};
+    LoadedUnits<K> next;
+    if constexpr (kAhead) issue_tile(at.begin, next);
     for (int64_t t = at.begin; t < at.end; t += kSplitTile) {
       const int64_t col0 = t * V;
       const int limit = at.limit(col0, kSplitTile * V);
-      HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
-      h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
+      Held h;
+      if constexpr (kAhead) {
+        h.take(next, limit, p, A(-INFINITY));
+        if (t + kSplitTile < at.end) issue_tile(t + kSplitTile, next);
+      } else {
+        h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
+      }
       Part tile;
       fold_exps<A, K, V>(h, false, tile);
       acc = merge(acc, tile);
@@ -532,6 +552,8 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   if constexpr (kOp == Forward::Dropout) factor *= a.keys.template scale_as<A>();
   const LogShift<A> log = LogShift<A>::of(a.log_output<kOp>(), M, S);
   const int64_t last = at.last_tile(kSplitTile);
+  LoadedUnits<K> next;
+  if constexpr (kAhead) issue_tile(last, next);
   for (int64_t t = last; t >= at.begin; t -= kSplitTile) {
     const int64_t col0 = t * V;
     const int limit = at.limit(col0, kSplitTile * V);
@@ -539,8 +561,13 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     if constexpr (kOp == Forward::Dropout) {
       keep_bits<K, V>(a.keys, uint64_t(row * cols + col0), limit, p, true, bits);
     }
-    HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true> h;
-    h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
+    Held h;
+    if constexpr (kAhead) {
+      h.take(next, limit, p, A(-INFINITY));
+      if (t > at.begin) issue_tile(t - kSplitTile, next);
+    } else {
+      h.load(a.x, a.x_end, row * cols + col0, limit, true, a.x_dtype, p, A(-INFINITY));
+    }
     finish_split_tile<T, Y, A, kOp, K, V>(a, uint64_t(row * cols + col0), limit, p, h, sh, factor, log, bits);
   }
 }
