@@ -146,8 +146,9 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     dy.load(a.dy, a.dy_end, row * cols + col0, limit, true, a.y_dtype, p, A(0));
   };
   // As split_rows_forward (kSplitTilesAhead): the next tile's loads go out once the current
-  // tile's words are taken, where the types are known at compile time.
-  constexpr bool kAhead = !kGeneric<T>;
+  // tile's words are taken, where the architecture allows it and the types are known at compile
+  // time.
+  constexpr bool kAhead = kSplitTilesAheadOnThisArch && !kGeneric<T>;
   struct Issued {
     LoadedUnits<K> y, dy;
   };

@@ -476,10 +476,11 @@ __device__ __forceinline__ void finish_split_tile(const ForwardArgs& a, uint64_t
 
 // Whether a split block issues the loads of its part's next tile once it has taken the current
 // one's words, before it reduces or writes it: two tiles in flight, where a lone row's part (one
-// block on its SM) otherwise takes its tiles one memory latency at a time. Not for run-time types
-// (loaded in place) nor rows moved in pieces.
+// block on its SM) otherwise takes its tiles one memory latency at a time. Where the architecture
+// allows it (kSplitTilesAheadOnThisArch); not for run-time types (loaded in place) nor rows moved
+// in pieces.
 template <class T, class Y, Forward kOp>
-constexpr bool kSplitTilesAhead = !kGeneric<T> && !kRowsInPieces<kOp, Y>;
+constexpr bool kSplitTilesAhead = kSplitTilesAheadOnThisArch && !kGeneric<T> && !kRowsInPieces<kOp, Y>;
 
 template <class T, class Y, class A, Forward kOp>
 __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3) split_rows_forward(ForwardArgs a, SplitShape sp, SplitWave w) {

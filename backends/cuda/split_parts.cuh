@@ -26,6 +26,17 @@ __device__ __forceinline__ Place split_tile_place() {
   return Place{int(threadIdx.x & 31), 32, int(threadIdx.x >> 5) * K * 32};
 }
 
+// Whether the kernels in waves keep two tiles of a part in flight, issuing the next tile's loads
+// once they have taken the current one's words (forward_kernels.cuh, kSplitTilesAhead): in the
+// code for sm_90, where it was measured (lone split rows 5-11% faster on an H100) and fits the
+// kernels' registers. For sm_80, sm_100 and sm_120 ptxas spilled 4-56 bytes that way (not
+// measured there), so their code takes one tile at a time.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+constexpr bool kSplitTilesAheadOnThisArch = true;
+#else
+constexpr bool kSplitTilesAheadOnThisArch = false;
+#endif
+
 // One launch's share of the waves.
 struct SplitWave {
   int64_t stats_row0;  // first row whose partials this launch computes
