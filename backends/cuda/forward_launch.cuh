@@ -147,8 +147,9 @@ constexpr bool kForwardTrim =
 // those split rows: one to four rows 1.2-1.6x as fast (one f32 row of 160K columns 7.2 -> 4.6 us,
 // 256K 7.4 -> 6.3; 16-bit dropout 2x), 64-256 rows +8-37% (256 f32 rows of 256K columns 91% ->
 // 98% of copy; bf16 x dropout into f32 y, 256 rows of 200003 columns, -4%); 16 rows of 256K
-// columns -4% for softmax rows, -12-14% for dropout into f32, +9% for 16-bit dropout: the GPU
-// runs such clusters in waves of 14 (softmax rows) or 7 (dropout) (bench/RESULTS.md).
+// columns -4% for softmax rows, -12-14% for dropout into f32, +9% for 16-bit dropout: the H100
+// keeps 14 such clusters resident, and past 7 they share SMs, which the dropout's Philox rounds
+// pay for (bench/RESULTS.md).
 template <bool kFull>
 constexpr int kForwardMaxCluster = kFull ? 16 : 8;
 
