@@ -96,6 +96,11 @@ SPLIT_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShap
 ( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=1 lb timeout "$(cap 270)" "$CUDA_TESTS" \
     --gtest_filter="$SPLIT_FILTER:CudaBackward.*-CudaBackward.SplitRowsInRounds:CudaBackward.CopiedTilesGiveTheBitsOfLoadedOnes" > "$L/forced_split_resident.log" 2>&1
   echo "rc=$?" >> "$L/forced_split_resident.log" ) &
+# The ctest entry cuda.split_pieces: every split call in waves, normalised in pieces of one tile.
+( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=0 SOFTMAX_CUDA_SPLIT_PIECE_TILES=1 lb timeout "$(cap 270)" \
+    "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER:CudaRowsSplit.*:CudaRowsSingleLongRow.*:CudaDropout.Split*" \
+    > "$L/split_pieces.log" 2>&1
+  echo "rc=$?" >> "$L/split_pieces.log" ) &
 # The ctest entry cuda.split_waves_overlapped: split rows in waves of few blocks, whose launches
 # overlap through calls of several waves.
 ( SOFTMAX_CUDA_RESIDENT_SPLIT=0 SOFTMAX_CUDA_SPLIT_MIN_TILES=1024 lb timeout "$(cap 270)" "$CUDA_TESTS" \
@@ -135,10 +140,10 @@ san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllSha
 SOFTMAX_CUDA_MAX_CLUSTER=8 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters forced_split_waves forced_split_resident split_waves_overlapped comparison_tests determinism_tests api_tests semantics_tests; do
+for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters forced_split_waves forced_split_resident split_pieces split_waves_overlapped comparison_tests determinism_tests api_tests semantics_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
-cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/split_waves_overlapped.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"
+cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/split_pieces.log "$L"/split_waves_overlapped.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"
 for t in memcheck racecheck synccheck initcheck; do
   echo "=== $t"; grep -E "SUMMARY|tests ran|PASSED|FAILED| rc=" "$L/sanitizer_$t.log"
   grep -E -m3 -B2 -A12 "Invalid|Error:|Race reported|Uninitialized" "$L/sanitizer_$t.log"

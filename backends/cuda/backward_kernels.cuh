@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
   const int64_t cols = a.cols;
   const WavePart wp(sp, w);
   const int64_t row = wp.row;
-  const PartSpan at(wp.part, sp.part_chunks, cols, V);
+  const PartSpan at = wp.span(sp, cols, V);
   const Place p = split_tile_place<K>();
   using Held = HeldRow<T, A, K, V>;
   auto load_tile = [&](int64_t col0, int limit, Held& y, Held& dy) {
@@ -177,10 +177,11 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     }
     Part red[1] = {Part{{d}}};
     block_reduce(red, scratch, 0);
-    publish_partial(w, wp, red[0]);
+    publish_partial(sp, w, wp, red[0]);
     return;
   }
 
+  if (at.empty()) return;  // a piece past the end of the row's shorter last part
   await_previous_wave();
 
   A D;
@@ -188,14 +189,14 @@ __global__ void __launch_bounds__(kSplitThreads, 3) split_rows_backward(Backward
     D = A(a.row_dot_in[row]);
   } else {
     Part acc{{A(0)}};
-    const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;
+    const Part* pr = static_cast<const Part*>(w.norm_in) + wp.row_partials(sp);
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
     D = red[0].s[0];
   }
   if constexpr (kOp == Backward::Stats) {
-    if (wp.part == 0 && threadIdx.x == 0) a.row_dot[row] = static_cast<float>(D);
+    if (wp.part == 0 && wp.piece == 0 && threadIdx.x == 0) a.row_dot[row] = static_cast<float>(D);
     return;
   }
   const int64_t last = at.last_tile(kTile);

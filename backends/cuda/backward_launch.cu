@@ -39,7 +39,11 @@ struct Launches {
         return o;
     }
     return launch_split<Sums<A, 1>>(split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V, kTileChunks,
-                                    bytes_per_col, kOp != Backward::FromStats, env, kName);
+                                    bytes_per_col,
+                                    kOp == Backward::FromStats ? SplitWork::Normalise
+                                    : kOp == Backward::Stats   ? SplitWork::Stats
+                                                               : SplitWork::Both,
+                                    env, kName);
   }
 };
 

@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
   const int64_t cols = a.cols;
   const WavePart wp(sp, w);
   const int64_t row = wp.row;
-  const PartSpan at(wp.part, sp.part_chunks, cols, V);
+  const PartSpan at = wp.span(sp, cols, V);
   const Place p = split_tile_place<K>();
 
   auto load_tile = [&](int64_t col0, int limit, A (&v)[K][V], A (&g)[K][V]) {
@@ -214,14 +214,15 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_rows_dropout_backward(
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    publish_partial(w, wp, red[0]);
+    publish_partial(sp, w, wp, red[0]);
     return;
   }
 
+  if (at.empty()) return;  // a piece past the end of the row's shorter last part
   await_previous_wave();
 
   Part acc{A(-INFINITY), {A(0), A(0)}};
-  const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;
+  const Part* pr = static_cast<const Part*>(w.norm_in) + wp.row_partials(sp);
   for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
   Part red[1] = {acc};
   block_reduce(red, scratch, 0);

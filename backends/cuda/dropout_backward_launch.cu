@@ -50,7 +50,7 @@ struct Launches {
   Outcome split() const {
     const int64_t bytes_per_col = dtype_bytes(a.x_dtype) + dtype_bytes(a.dy_dtype);
     return launch_split<Weighted<A, 2>>(split_rows_dropout_backward<T, A>, a, a.rows, a.cols, V,
-                                        kSplitThreads * (kSplitK / 2), bytes_per_col, true, env, kName);
+                                        kSplitThreads * (kSplitK / 2), bytes_per_col, SplitWork::Both, env, kName);
   }
 };
 

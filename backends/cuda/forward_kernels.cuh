@@ -492,7 +492,7 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
   const int64_t cols = a.cols;
   const WavePart wp(sp, w);
   const int64_t row = wp.row;
-  const PartSpan at(wp.part, sp.part_chunks, cols, V);
+  const PartSpan at = wp.span(sp, cols, V);
   const Place p = split_tile_place<K>();
 
   using Held = HeldRow<T, A, K, V, false, kRowsInPieces<kOp, Y>, true>;
@@ -521,28 +521,30 @@ __global__ void __launch_bounds__(kSplitThreads, kOp == Forward::Dropout ? 2 : 3
     }
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
-    publish_partial(w, wp, red[0]);
+    publish_partial(sp, w, wp, red[0]);
     return;
   }
 
+  if (at.empty()) return;  // a piece past the end of the row's shorter last part
   await_previous_wave();
 
-  // Normalise: merge the row's partials (the same order in every block of the row), then the
-  // part again, last tile first (the most recently read, the likeliest still in L2).
+  // Normalise: merge the row's partials (the same order in every block of the row), then read
+  // the block's piece of its part again, last tile first (the most recently read, the likeliest
+  // still in L2).
   A M, S;
   if constexpr (kOp == Forward::FromStats) {
     M = A(a.row_max[row]);
     S = A(a.row_sumexp[row]);
   } else {
     Part acc{A(-INFINITY), {A(0)}};
-    const Part* pr = static_cast<const Part*>(w.norm_in) + (wp.slot / sp.parts) * sp.parts;
+    const Part* pr = static_cast<const Part*>(w.norm_in) + wp.row_partials(sp);
     for (int i = int(threadIdx.x); i < sp.parts; i += kSplitThreads) acc = merge(acc, pr[i]);
     Part red[1] = {acc};
     block_reduce(red, scratch, 0);
     M = red[0].m, S = red[0].s[0];
   }
   if constexpr (kOp == Forward::Stats) {
-    if (wp.part == 0 && threadIdx.x == 0) {
+    if (wp.part == 0 && wp.piece == 0 && threadIdx.x == 0) {
       a.row_max[row] = static_cast<float>(M);
       a.row_sumexp[row] = static_cast<float>(S);
     }

@@ -46,6 +46,18 @@ inline int64_t split_min_tiles() {
   return v;
 }
 
+// Tiles per normalisation piece of a split part (SOFTMAX_CUDA_SPLIT_PIECE_TILES, read once, for
+// tuning and tests): n >= 1 cuts every part's normalisation into pieces of n tiles, a block each;
+// 0 (unset or invalid) keeps launch_split's rule.
+inline int64_t split_piece_tiles_override() {
+  static const int64_t v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_SPLIT_PIECE_TILES");
+    const long n = s != nullptr ? std::atol(s) : 0;
+    return n >= 1 && n <= 1024 ? int64_t(n) : int64_t{0};
+  }();
+  return v;
+}
+
 // SOFTMAX_CUDA_SEGMENT_WAVES (read once, for measuring): n >= 1 caps every segment grid at n
 // waves, 0 gives every group of rows its own block; -1 (unset or invalid) keeps the launchers'
 // choice.
@@ -228,15 +240,19 @@ inline bool split_rows_in_one_wave(int64_t rows, int64_t cols, int64_t bytes_per
   return rows <= split_wave_bytes(dev) / (cols * bytes_per_col);
 }
 
+// What a launch_split kernel does with its rows: reduces them and writes them (Both), only
+// writes them from given statistics (Normalise), or only writes their statistics (Stats).
+enum class SplitWork { Both, Normalise, Stats };
+
 // Launches a split-row kernel over all rows in waves (see forward_kernels.cuh): parts per row
 // from the row length and the device alone (so a row's sums never depend on its batch), waves
 // of rows that fit in half of L2 (`bytes_per_col` is what one column reads), partials
-// double-buffered by wave parity. Without a stats role (`reduce` false: the statistics are
-// given) every launch only normalises.
+// double-buffered by wave parity. Without a stats role (SplitWork::Normalise) every launch only
+// normalises.
 template <class Part, class Args>
 Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels::SplitWave), const Args& args,
-                     int64_t rows, int64_t cols, int chunk_elems, int tile_chunks, int64_t bytes_per_col, bool reduce,
-                     const LaunchEnv& env, const char* name) {
+                     int64_t rows, int64_t cols, int chunk_elems, int tile_chunks, int64_t bytes_per_col,
+                     SplitWork work, const LaunchEnv& env, const char* name) {
   using namespace launch_detail;
   const DeviceLimits& dev = *env.limits;
   int resident = 0;
@@ -253,10 +269,25 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   const int64_t tiles = ceil_div(chunks, tile_chunks);
   const int64_t part_chunks = std::max(split_min_tiles(), ceil_div(tiles, resident)) * tile_chunks;
   const int64_t parts = ceil_div(chunks, part_chunks);
+  const bool reduce = work != SplitWork::Normalise;
+  // Normalisation pieces (split_piece_tiles): where the call is one wave, its parts'
+  // normalisation is spread over as many blocks as fit the SMs beside the stats role's (so that
+  // the second launch still starts early, below). A lone row's part otherwise writes its tiles
+  // one after another on one SM while most SMs idle, and the normalisation is the longer half of
+  // the call (the exps, dropout's keep bits, the stores). Rows past one wave fill the SMs already.
+  const int64_t part_tiles = part_chunks / tile_chunks;
+  int64_t piece_tiles = part_tiles;
+  if (split_piece_tiles_override() > 0) {
+    piece_tiles = std::min(part_tiles, split_piece_tiles_override());
+  } else if (work != SplitWork::Stats && split_rows_in_one_wave(rows, cols, bytes_per_col, dev)) {
+    piece_tiles = split_piece_tiles(part_tiles, rows, parts, reduce ? rows * parts : 0, dev.sm_count);
+  }
+  const int64_t pieces = ceil_div(part_tiles, piece_tiles);
   int64_t wave_rows = std::min(rows, std::max<int64_t>(1, split_wave_bytes(dev) / (cols * bytes_per_col)));
-  wave_rows = std::min<int64_t>(wave_rows, std::max<int64_t>(1, (int64_t{1} << 30) / parts));
+  wave_rows = std::min<int64_t>(wave_rows, std::max<int64_t>(1, (int64_t{1} << 30) / (parts * pieces)));
   const int64_t waves = ceil_div(rows, wave_rows);
-  const cuda_kernels::SplitShape sp{part_chunks, static_cast<int>(parts)};
+  const cuda_kernels::SplitShape sp{part_chunks, static_cast<int>(parts), static_cast<int>(pieces),
+                                    piece_tiles * tile_chunks};
 
   if (!reduce) {
     Outcome result = Outcome::ok();
@@ -264,7 +295,8 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
       cuda_kernels::SplitWave w{};
       w.norm_row0 = k * wave_rows;
       w.norm_rows = static_cast<int>(std::min(wave_rows, rows - w.norm_row0));
-      kernel<<<static_cast<unsigned>(w.norm_rows * parts), cuda_kernels::kSplitThreads, 0, env.stream>>>(args, sp, w);
+      kernel<<<static_cast<unsigned>(w.norm_rows * parts * pieces), cuda_kernels::kSplitThreads, 0, env.stream>>>(
+          args, sp, w);
       result = cuda_launch_outcome(name);
     }
     return result;
@@ -292,7 +324,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
       // 256K columns 8.4 -> 7.4-7.5 us, four 8.8 -> 7.8, one of 1M 8.7 -> 8.0, dropout and the
       // backward alike; where they did not fit (16 x 256K, 4 x 1M, 1 x 4M: 256 blocks each), the
       // overlap cost 8-12%.
-      const int64_t blocks = (int64_t{w.stats_rows} + w.norm_rows) * parts;
+      const int64_t blocks = (int64_t{w.stats_rows} + int64_t{w.norm_rows} * pieces) * parts;
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<unsigned>(blocks));
       cfg.blockDim = dim3(cuda_kernels::kSplitThreads);

@@ -244,4 +244,11 @@ struct ResidentShape {
 const char* resident_split_shape(int64_t tiles, int tiles_per_part, int64_t resident, int64_t rows,
                                  ResidentShape* out);
 
+// Tiles per normalisation piece of a split part in waves (kernel_launch.cuh, launch_split) for a
+// call of one wave: `rows` rows of `parts` parts of `part_tiles` tiles each, whose stats role
+// takes `stats_blocks` blocks (0 where the statistics are given). As many pieces of whole tiles
+// as fit `sm_count` blocks beside the stats role's, so that both launches of the wave are
+// resident side by side; part_tiles (the part its own block) where no second piece fits.
+int64_t split_piece_tiles(int64_t part_tiles, int64_t rows, int64_t parts, int64_t stats_blocks, int sm_count);
+
 }  // namespace softmax_internal

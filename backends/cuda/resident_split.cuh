@@ -95,7 +95,7 @@ struct ResidentPart : PartSpan {
   int part;
   template <class Part>
   __device__ __forceinline__ ResidentPart(const ResidentSplit<Part>& rs, int64_t cols, int V)
-      : PartSpan(int(blockIdx.x) % rs.exchange.parts, rs.part_chunks, cols, V),
+      : PartSpan(int64_t(int(blockIdx.x) % rs.exchange.parts) * rs.part_chunks, rs.part_chunks, cols, V),
         group(int(blockIdx.x) / rs.exchange.parts),
         part(int(blockIdx.x) % rs.exchange.parts) {}
 };

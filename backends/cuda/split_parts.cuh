@@ -47,23 +47,30 @@ struct SplitWave {
   const void* norm_in;
 };
 
+// A row's parts, and the pieces of a part that the normalisation gives a block each: its
+// arithmetic depends on the row's merged partials only, not on which block writes which tile, so
+// a lone row's normalisation may spread over more SMs than its parts take (launch_split decides).
 struct SplitShape {
   int64_t part_chunks;  // logical chunks per part, a multiple of kSplitTile
   int parts;
+  int pieces;            // normalisation blocks per part (1: the part's own block)
+  int64_t piece_chunks;  // chunks per piece, a multiple of the tile; part_chunks where pieces is 1
 };
 
-// Where part `part` of a row lies: chunks [begin, end) of the row (chunks of V columns), and the
-// columns a tile of the part writes.
+// Where a block's share of a row lies: chunks [begin, end) of the row (chunks of V columns), at
+// most `count` from chunk `first` (empty where the row ends before it), and the columns a tile of
+// it writes.
 struct PartSpan {
   int64_t begin;
   int64_t end;
-  int64_t cols_end;  // first column past the part
-  __device__ __forceinline__ PartSpan(int part, int64_t part_chunks, int64_t cols, int V) {
+  int64_t cols_end;  // first column past the span
+  __device__ __forceinline__ PartSpan(int64_t first, int64_t count, int64_t cols, int V) {
     const int64_t chunks = (cols + V - 1) / V;
-    begin = part * part_chunks;
-    end = begin + part_chunks < chunks ? begin + part_chunks : chunks;
+    begin = first;
+    end = begin + count < chunks ? begin + count : chunks;
     cols_end = end * V < cols ? end * V : cols;
   }
+  __device__ __forceinline__ bool empty() const { return end <= begin; }
   // The columns of the part in a tile of `tile_cols` columns that starts at column col0.
   __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
     return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
@@ -98,29 +105,43 @@ __device__ __forceinline__ void await_previous_wave() {
 #endif
 }
 
-// A block's role, row and part in a launch of waves: the first stats_rows * parts blocks
-// compute partials, the others normalise.
+// A block's role, row and share of it in a launch of waves: the first stats_rows * parts blocks
+// compute the partials of a part each, the others normalise a piece of a part each.
 struct WavePart {
   bool stats_role;
-  int64_t slot;  // the block among its role's: (row - the role's first row) * parts + part
+  int64_t wave_row;  // the row among its role's rows in this launch
   int part;
+  int piece;  // of the part, in the normalisation; 0 in the stats role
   int64_t row;
   __device__ __forceinline__ WavePart(const SplitShape& sp, const SplitWave& w) {
     const int64_t stats_blocks = int64_t(w.stats_rows) * sp.parts;
     stats_role = blockIdx.x < stats_blocks;
-    slot = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
-    part = int(slot % sp.parts);
-    row = (stats_role ? w.stats_row0 : w.norm_row0) + slot / sp.parts;
+    const int64_t per_row = stats_role ? sp.parts : int64_t(sp.parts) * sp.pieces;
+    const int64_t slot = stats_role ? blockIdx.x : blockIdx.x - stats_blocks;
+    wave_row = slot / per_row;
+    const int64_t share = slot % per_row;
+    part = int(stats_role ? share : share / sp.pieces);
+    piece = int(stats_role ? 0 : share % sp.pieces);
+    row = (stats_role ? w.stats_row0 : w.norm_row0) + wave_row;
   }
+  // The chunks this block reads: its part in the stats role, its piece of the part otherwise.
+  __device__ __forceinline__ PartSpan span(const SplitShape& sp, int64_t cols, int V) const {
+    const int64_t first = part * sp.part_chunks + (stats_role ? 0 : piece * sp.piece_chunks);
+    return PartSpan(first, stats_role ? sp.part_chunks : sp.piece_chunks, cols, V);
+  }
+  // The partial this block publishes (stats role), and its row's first partial (normalisation).
+  __device__ __forceinline__ int64_t slot(const SplitShape& sp) const { return wave_row * sp.parts + part; }
+  __device__ __forceinline__ int64_t row_partials(const SplitShape& sp) const { return wave_row * sp.parts; }
 };
 
 // The stats role's thread 0 stores its block's partial, once the previous launch is done with
 // the slots of that parity (release_next_wave).
 template <class Part>
-__device__ __forceinline__ void publish_partial(const SplitWave& w, const WavePart& wp, const Part& part) {
+__device__ __forceinline__ void publish_partial(const SplitShape& sp, const SplitWave& w, const WavePart& wp,
+                                                const Part& part) {
   if (threadIdx.x == 0) {
     await_previous_wave();
-    static_cast<Part*>(w.stats_out)[wp.slot] = part;
+    static_cast<Part*>(w.stats_out)[wp.slot(sp)] = part;
   }
 }
 
