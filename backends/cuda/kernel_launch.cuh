@@ -271,7 +271,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   const int64_t parts = ceil_div(chunks, part_chunks);
   const bool reduce = work != SplitWork::Normalise;
   // Normalisation pieces (split_piece_tiles): where the call is one wave, its parts'
-  // normalisation is spread over as many blocks as fit the SMs beside the stats role's (so that
+  // normalisation is spread over as many blocks as are resident beside the stats role's (so that
   // the second launch still starts early, below). A lone row's part otherwise writes its tiles
   // one after another on one SM while most SMs idle, and the normalisation is the longer half of
   // the call (the exps, dropout's keep bits, the stores). Rows past one wave fill the SMs already.
@@ -280,7 +280,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
   if (split_piece_tiles_override() > 0) {
     piece_tiles = std::min(part_tiles, split_piece_tiles_override());
   } else if (work != SplitWork::Stats && split_rows_in_one_wave(rows, cols, bytes_per_col, dev)) {
-    piece_tiles = split_piece_tiles(part_tiles, rows, parts, reduce ? rows * parts : 0, dev.sm_count);
+    piece_tiles = split_piece_tiles(part_tiles, rows, parts, reduce ? rows * parts : 0, resident);
   }
   const int64_t pieces = ceil_div(part_tiles, piece_tiles);
   int64_t wave_rows = std::min(rows, std::max<int64_t>(1, split_wave_bytes(dev) / (cols * bytes_per_col)));
@@ -320,10 +320,10 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
         w.norm_in = partials + ((k - 1) & 1) * per_wave;
       }
       // A launch overlaps the one before it (split_parts.cuh, release_next_wave) where the two
-      // launches' blocks fit the SMs side by side. On the H100, in graph replay: one f32 row of
+      // launches' blocks are resident together. On the H100, in graph replay: one f32 row of
       // 256K columns 8.4 -> 7.4-7.5 us, four 8.8 -> 7.8, one of 1M 8.7 -> 8.0, dropout and the
-      // backward alike; where they did not fit (16 x 256K, 4 x 1M, 1 x 4M: 256 blocks each), the
-      // overlap cost 8-12%.
+      // backward alike; where they were not (16 x 256K, 4 x 1M, 1 x 4M: 256 blocks each, 396
+      // resident), the overlap cost 8-12%.
       const int64_t blocks = (int64_t{w.stats_rows} + int64_t{w.norm_rows} * pieces) * parts;
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<unsigned>(blocks));
@@ -332,7 +332,7 @@ Outcome launch_split(void (*kernel)(Args, cuda_kernels::SplitShape, cuda_kernels
       cudaLaunchAttribute overlap[1];
       overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       overlap[0].val.programmaticStreamSerializationAllowed = 1;
-      if (k >= 1 && dev.dependent_launch && previous_blocks + blocks <= dev.sm_count) {
+      if (k >= 1 && dev.dependent_launch && previous_blocks + blocks <= resident) {
         cfg.attrs = overlap;
         cfg.numAttrs = 1;
       }

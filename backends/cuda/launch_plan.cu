@@ -237,10 +237,10 @@ const char* resident_split_shape(int64_t tiles, int tiles_per_part, int64_t resi
   return nullptr;
 }
 
-int64_t split_piece_tiles(int64_t part_tiles, int64_t rows, int64_t parts, int64_t stats_blocks, int sm_count) {
+int64_t split_piece_tiles(int64_t part_tiles, int64_t rows, int64_t parts, int64_t stats_blocks, int64_t resident) {
   const int64_t norm_parts = rows * parts;
-  if (part_tiles <= 1 || norm_parts <= 0 || stats_blocks + 2 * norm_parts > sm_count) return part_tiles;
-  const int64_t pieces = std::min(part_tiles, (sm_count - stats_blocks) / norm_parts);
+  if (part_tiles <= 1 || norm_parts <= 0 || stats_blocks + 2 * norm_parts > resident) return part_tiles;
+  const int64_t pieces = std::min(part_tiles, (resident - stats_blocks) / norm_parts);
   return ceil_div(part_tiles, pieces);
 }
 

@@ -246,9 +246,10 @@ const char* resident_split_shape(int64_t tiles, int tiles_per_part, int64_t resi
 
 // Tiles per normalisation piece of a split part in waves (kernel_launch.cuh, launch_split) for a
 // call of one wave: `rows` rows of `parts` parts of `part_tiles` tiles each, whose stats role
-// takes `stats_blocks` blocks (0 where the statistics are given). As many pieces of whole tiles
-// as fit `sm_count` blocks beside the stats role's, so that both launches of the wave are
-// resident side by side; part_tiles (the part its own block) where no second piece fits.
-int64_t split_piece_tiles(int64_t part_tiles, int64_t rows, int64_t parts, int64_t stats_blocks, int sm_count);
+// takes `stats_blocks` blocks (0 where the statistics are given), of a kernel the device holds
+// `resident` blocks of at once. As many pieces of whole tiles as are resident beside the stats
+// role's blocks, so that both launches of the wave run side by side; part_tiles (the part its
+// own block) where no second piece fits.
+int64_t split_piece_tiles(int64_t part_tiles, int64_t rows, int64_t parts, int64_t stats_blocks, int64_t resident);
 
 }  // namespace softmax_internal

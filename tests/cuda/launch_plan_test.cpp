@@ -475,26 +475,28 @@ TEST(ResidentSplitShape, GroupsWithinTheResidentBlocks) {
   EXPECT_NE(resident_split_shape(4, 1, 4, int64_t{1} << 30, &s), nullptr);
 }
 
-// Normalisation pieces fit the SMs beside the stats role (132 SMs, as the H100 SXM's).
-TEST(SplitPieceTiles, PiecesFitTheSmsBesideTheStatsRole) {
-  // One f32 row of 300000 columns: 74 tiles, 19 parts of four (the last of two); 19 stats
-  // blocks leave room for four pieces a part, of one tile each.
-  EXPECT_EQ(split_piece_tiles(4, 1, 19, 19, 132), 1);
-  // 512K columns: 32 parts, room for three pieces a part: two of two tiles.
+// Normalisation pieces are resident beside the stats role (an H100 SXM holds 396 split blocks of
+// f32 softmax rows: three on each of 132 SMs).
+TEST(SplitPieceTiles, PiecesResidentBesideTheStatsRole) {
+  // One f32 row of 300000 columns: 74 tiles, 19 parts of four (the last of two): pieces of one
+  // tile. A row of 1M columns (64 parts) too: 64 + 256 blocks.
+  EXPECT_EQ(split_piece_tiles(4, 1, 19, 19, 396), 1);
+  EXPECT_EQ(split_piece_tiles(4, 1, 64, 64, 396), 1);
+  // Two rows of 1M: 128 stats blocks leave room for two pieces a part, of two tiles.
+  EXPECT_EQ(split_piece_tiles(4, 2, 64, 128, 396), 2);
+  // Four rows of 1M: a second piece each would not be resident beside the 256 stats blocks.
+  EXPECT_EQ(split_piece_tiles(4, 4, 64, 256, 396), 4);
+  // Given statistics: no stats role.
+  EXPECT_EQ(split_piece_tiles(4, 4, 64, 0, 396), 4);
+  EXPECT_EQ(split_piece_tiles(4, 2, 64, 0, 396), 2);
+  // Room for three pieces of a part of four tiles: two pieces of two.
   EXPECT_EQ(split_piece_tiles(4, 1, 32, 32, 132), 2);
-  // 1M columns: 64 parts; a second piece each would not fit beside the 64 stats blocks.
-  EXPECT_EQ(split_piece_tiles(4, 1, 64, 64, 132), 4);
-  // Given statistics: no stats role, so two pieces a part fit.
-  EXPECT_EQ(split_piece_tiles(4, 1, 64, 0, 132), 2);
-  // Rows together: four rows of 256K columns (16 parts each) leave room for one piece a part.
-  EXPECT_EQ(split_piece_tiles(4, 4, 16, 64, 132), 4);
-  EXPECT_EQ(split_piece_tiles(4, 2, 19, 38, 132), 2);
   // Parts of one tile have no pieces, and more room than tiles gives pieces of one tile.
-  EXPECT_EQ(split_piece_tiles(1, 1, 3, 3, 132), 1);
+  EXPECT_EQ(split_piece_tiles(1, 1, 3, 3, 396), 1);
   EXPECT_EQ(split_piece_tiles(166, 1, 1, 1, 132), 2);
-  EXPECT_EQ(split_piece_tiles(8, 1, 2, 2, 132), 1);
-  // More stats blocks than SMs.
-  EXPECT_EQ(split_piece_tiles(4, 1, 300, 300, 132), 4);
+  EXPECT_EQ(split_piece_tiles(8, 1, 2, 2, 396), 1);
+  // More stats blocks than are resident.
+  EXPECT_EQ(split_piece_tiles(4, 1, 500, 500, 396), 4);
 }
 
 }  // namespace
