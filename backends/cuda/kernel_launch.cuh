@@ -34,27 +34,27 @@ constexpr int64_t kMaxSegmentBlocks = int64_t{1} << 30;  // grids stay within gr
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Tiles per split part at least (SOFTMAX_CUDA_SPLIT_MIN_TILES, read once, for tuning; 4 by
-// default: on the H200 one tile per part ran 256 x 1M f32 at 1.43 TB/s, eight at 1.84 TB/s, but
-// left a single 2^20 row on 32 blocks).
+// The tile count in environment variable `name` (1 to 1024), else `fallback`: the split knobs
+// below, each read once per process.
+inline int64_t env_tiles(const char* name, int64_t fallback) {
+  const char* s = std::getenv(name);
+  const long n = s != nullptr ? std::atol(s) : 0;
+  return n >= 1 && n <= 1024 ? int64_t(n) : fallback;
+}
+
+// Tiles per split part at least (SOFTMAX_CUDA_SPLIT_MIN_TILES, for tuning; 4 by default: on the
+// H200 one tile per part ran 256 x 1M f32 at 1.43 TB/s, eight at 1.84 TB/s, but left a single
+// 2^20 row on 32 blocks).
 inline int64_t split_min_tiles() {
-  static const int64_t v = [] {
-    const char* s = std::getenv("SOFTMAX_CUDA_SPLIT_MIN_TILES");
-    const long n = s != nullptr ? std::atol(s) : 0;
-    return n >= 1 && n <= 1024 ? int64_t(n) : int64_t{4};
-  }();
+  static const int64_t v = env_tiles("SOFTMAX_CUDA_SPLIT_MIN_TILES", 4);
   return v;
 }
 
-// Tiles per normalisation piece of a split part (SOFTMAX_CUDA_SPLIT_PIECE_TILES, read once, for
-// tuning and tests): n >= 1 cuts every part's normalisation into pieces of n tiles, a block each;
-// 0 (unset or invalid) keeps launch_split's rule.
+// Tiles per normalisation piece of a split part (SOFTMAX_CUDA_SPLIT_PIECE_TILES, for tuning and
+// tests): n >= 1 cuts every part's normalisation into pieces of n tiles, a block each; 0 (unset
+// or invalid) keeps launch_split's rule.
 inline int64_t split_piece_tiles_override() {
-  static const int64_t v = [] {
-    const char* s = std::getenv("SOFTMAX_CUDA_SPLIT_PIECE_TILES");
-    const long n = s != nullptr ? std::atol(s) : 0;
-    return n >= 1 && n <= 1024 ? int64_t(n) : int64_t{0};
-  }();
+  static const int64_t v = env_tiles("SOFTMAX_CUDA_SPLIT_PIECE_TILES", 0);
   return v;
 }
 
