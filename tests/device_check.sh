@@ -96,8 +96,8 @@ SPLIT_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShap
 ( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=1 lb timeout "$(cap 270)" "$CUDA_TESTS" \
     --gtest_filter="$SPLIT_FILTER:CudaBackward.*-CudaBackward.SplitRowsInRounds:CudaBackward.CopiedTilesGiveTheBitsOfLoadedOnes" > "$L/forced_split_resident.log" 2>&1
   echo "rc=$?" >> "$L/forced_split_resident.log" ) &
-# The ctest entry cuda.split_pieces: every split call in waves, normalised in pieces of one tile.
-( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=0 SOFTMAX_CUDA_SPLIT_PIECE_TILES=1 lb timeout "$(cap 270)" \
+# The ctest entry cuda.split_pieces: every split call in waves, normalised in pieces of three tiles.
+( SOFTMAX_CUDA_STRATEGY=split SOFTMAX_CUDA_RESIDENT_SPLIT=0 SOFTMAX_CUDA_SPLIT_PIECE_TILES=3 lb timeout "$(cap 270)" \
     "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER:CudaRowsSplit.*:CudaRowsSingleLongRow.*:CudaDropout.Split*" \
     > "$L/split_pieces.log" 2>&1
   echo "rc=$?" >> "$L/split_pieces.log" ) &

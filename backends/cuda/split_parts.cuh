@@ -124,10 +124,14 @@ struct WavePart {
     piece = int(stats_role ? 0 : share % sp.pieces);
     row = (stats_role ? w.stats_row0 : w.norm_row0) + wave_row;
   }
-  // The chunks this block reads: its part in the stats role, its piece of the part otherwise.
+  // The chunks this block reads: its part in the stats role, its piece of the part otherwise (the
+  // last piece cut at the part's end where the pieces do not divide it: in place, a piece that
+  // ran on would write the next part's x before that part's block reads it).
   __device__ __forceinline__ PartSpan span(const SplitShape& sp, int64_t cols, int V) const {
-    const int64_t first = part * sp.part_chunks + (stats_role ? 0 : piece * sp.piece_chunks);
-    return PartSpan(first, stats_role ? sp.part_chunks : sp.piece_chunks, cols, V);
+    if (stats_role) return PartSpan(part * sp.part_chunks, sp.part_chunks, cols, V);
+    const int64_t into_part = piece * sp.piece_chunks;
+    const int64_t left = sp.part_chunks - into_part;
+    return PartSpan(part * sp.part_chunks + into_part, left < sp.piece_chunks ? left : sp.piece_chunks, cols, V);
   }
   // The partial this block publishes (stats role), and its row's first partial (normalisation).
   __device__ __forceinline__ int64_t slot(const SplitShape& sp) const { return wave_row * sp.parts + part; }
