@@ -2,8 +2,9 @@
 // Rows past a cluster's registers, cut into parts of whole tiles, one block a part: the tile
 // shape and the part geometry both split forms share. In waves (split_rows_forward and the
 // backward kernels' split_rows_*), a launch's first blocks compute the partials of one wave of
-// rows (the stats role) and the others normalise the previous wave (SplitWave); resident in
-// shared memory (resident_split.cuh), groups of blocks take rows in rounds.
+// rows (the stats role) and the others normalise the previous wave (SplitWave), a part or a
+// piece of one each (SplitShape); resident in shared memory (resident_split.cuh), groups of
+// blocks take rows in rounds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,15 +72,15 @@ struct PartSpan {
     cols_end = end * V < cols ? end * V : cols;
   }
   __device__ __forceinline__ bool empty() const { return end <= begin; }
-  // The columns of the part in a tile of `tile_cols` columns that starts at column col0.
+  // The columns of the span in a tile of `tile_cols` columns that starts at column col0.
   __device__ __forceinline__ int limit(int64_t col0, int64_t tile_cols) const {
     return int(cols_end - col0 < tile_cols ? cols_end - col0 : tile_cols);
   }
-  // Tiles of `tile_chunks` chunks in the part, the last one possibly short.
+  // Tiles of `tile_chunks` chunks in the span, the last one possibly short.
   __device__ __forceinline__ int tiles(int64_t tile_chunks) const {
     return int((end - begin + tile_chunks - 1) / tile_chunks);
   }
-  // The first chunk of the part's last tile (the normalisation walks the tiles backwards, from
+  // The first chunk of the span's last tile (the normalisation walks the tiles backwards, from
   // the ones the stats role left in cache).
   __device__ __forceinline__ int64_t last_tile(int64_t tile_chunks) const {
     return begin + (end - 1 - begin) / tile_chunks * tile_chunks;
