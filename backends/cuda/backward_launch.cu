@@ -39,10 +39,7 @@ struct Launches {
         return o;
     }
     return launch_split<Sums<A, 1>>(split_rows_backward<T, Y, A, kOp>, a, a.rows, a.cols, V, kTileChunks,
-                                    bytes_per_col,
-                                    kOp == Backward::FromStats ? SplitWork::Normalise
-                                    : kOp == Backward::Stats   ? SplitWork::Stats
-                                                               : SplitWork::Both,
+                                    bytes_per_col, split_work(kOp == Backward::FromStats, kOp == Backward::Stats),
                                     env, kName);
   }
 };

@@ -98,10 +98,7 @@ struct Launches {
         return o;
     }
     return launch_split<Weighted<A, 1>>(split_rows_forward<T, Y, A, kOp>, a, a.rows, a.cols, V, int(kSplitTile),
-                                        bytes_per_col,
-                                        kOp == Forward::FromStats ? SplitWork::Normalise
-                                        : kOp == Forward::Stats   ? SplitWork::Stats
-                                                                  : SplitWork::Both,
+                                        bytes_per_col, split_work(kOp == Forward::FromStats, kOp == Forward::Stats),
                                         env, kName);
   }
 };

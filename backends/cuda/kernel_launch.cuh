@@ -244,6 +244,11 @@ inline bool split_rows_in_one_wave(int64_t rows, int64_t cols, int64_t bytes_per
 // writes them from given statistics (Normalise), or only writes their statistics (Stats).
 enum class SplitWork { Both, Normalise, Stats };
 
+// The SplitWork of an operation that takes its statistics as given, or only writes them.
+constexpr SplitWork split_work(bool stats_given, bool stats_only) {
+  return stats_given ? SplitWork::Normalise : stats_only ? SplitWork::Stats : SplitWork::Both;
+}
+
 // Launches a split-row kernel over all rows in waves (see forward_kernels.cuh): parts per row
 // from the row length and the device alone (so a row's sums never depend on its batch), waves
 // of rows that fit in half of L2 (`bytes_per_col` is what one column reads), partials
