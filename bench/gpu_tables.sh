@@ -11,6 +11,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-gpu-tables}
 LIB=${LIB:?path to libsoftmax.so}
 REPS=${REPS:-15}
+# BATCH=N: each sample times N calls back to back (the steady rate softmax_bench measures).
+BATCH=${BATCH:-1}
 mkdir -p "$OUT"
 
 spec() {  # op dtype bytes_per_element cols[+offset]... -> op:dtype:ROWSxCOLS[+OFF],...
@@ -37,7 +39,7 @@ LOG=$(spec log f32 4 1024 32768)
 run() {  # name args...
   local name=$1
   shift
-  PYTHONUNBUFFERED=1 python3 bench/tools/gpu_sweep.py --lib "$LIB" --reps "$REPS" --json "$OUT/$name.json" "$@" \
+  PYTHONUNBUFFERED=1 python3 bench/tools/gpu_sweep.py --lib "$LIB" --reps "$REPS" --batch "$BATCH" --json "$OUT/$name.json" "$@" \
     2>&1 | tee "$OUT/$name.log"
 }
 run table --torch --cases "$ROWS_F32,$ROWS_16,$DROPOUT,$BACKWARD,$MIXED,$LOG"
