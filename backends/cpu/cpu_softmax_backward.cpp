@@ -88,6 +88,12 @@ bool long_row_dots(const GradArrays& a, int threads, T* out) {
   return true;
 }
 
+// Whether a call's rows are long enough that the finishing pass reads them from L3 anyway
+// (chunked_rows.h, kOverlapRowBytes: y and dy of a row).
+bool overlapped_rows(const GradArrays& a) {
+  return size_t(a.grid.cols) * 2 * storage_size(a.y.type) >= kOverlapRowBytes;
+}
+
 Outcome out_of_memory() { return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory"); }
 
 template <class T>
@@ -98,7 +104,7 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
     return ok ? Outcome::ok() : out_of_memory();
   }
   const int64_t chunks = g.chunks();
-  if (whole_rows_per_thread(g, threads)) {
+  if (whole_rows_per_thread(g, threads) && !overlapped_rows(a)) {
     // Both passes over a row on one thread; the second walks backwards from the chunks the first
     // read last, which are the ones still in cache.
     const bool ok = for_rows(g, threads, [&](int64_t r) {
@@ -106,6 +112,25 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
       for (int64_t c = 0; c < chunks; ++c) s += double(chunk_dot<T>(a, r, c));
       const T dot = T(s);
       for (int64_t c = chunks - 1; c >= 0; --c) chunk_finish<T>(a, r, c, dot);
+    });
+    return ok ? Outcome::ok() : out_of_memory();
+  }
+  if (whole_rows_per_thread(g, threads)) {
+    // Rows too long for the core's cache: each thread's rows in order, the next row's dot pass
+    // read chunk by chunk between the current row's finishing chunks (walked backwards, as
+    // above), so that the memory keeps streaming while the finishing pass reads from L3.
+    const bool ok = for_row_ranges(g, threads, [&](int64_t begin, int64_t end) {
+      double s = 0.0;
+      for (int64_t c = 0; c < chunks; ++c) s += double(chunk_dot<T>(a, begin, c));
+      for (int64_t r = begin; r < end; ++r) {
+        const T dot = T(s);
+        const bool next = r + 1 < end;
+        s = 0.0;
+        for (int64_t k = 0; k < chunks; ++k) {
+          chunk_finish<T>(a, r, chunks - 1 - k, dot);
+          if (next) s += double(chunk_dot<T>(a, r + 1, k));
+        }
+      }
     });
     return ok ? Outcome::ok() : out_of_memory();
   }

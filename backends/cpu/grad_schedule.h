@@ -82,6 +82,23 @@ bool for_rows(const ChunkGrid& g, int threads, Body&& body) {
   return !failed.load();
 }
 
+// Runs body(begin, end) once per thread on its equal contiguous range of rows [begin, end).
+template <class Body>
+bool for_row_ranges(const ChunkGrid& g, int threads, Body&& body) {
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    const int64_t begin = g.rows * tid / nth, end = g.rows * (tid + 1) / nth;
+    try {
+      if (begin < end) body(begin, end);
+    } catch (...) {
+      failed.store(true);
+    }
+  }
+  return !failed.load();
+}
+
 // Runs body(row, chunk) for every chunk item. Thread t of the team owns the t-th of `threads`
 // equal contiguous ranges of items in every call, so a pass that walks its range backwards
 // after one that walked it forwards starts on the chunks still in this core's caches.

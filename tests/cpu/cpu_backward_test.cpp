@@ -25,8 +25,9 @@ struct Shape {
 };
 
 // One chunk is 8192 elements. With two threads: 1..8192 columns go by tiles; 9 rows of 3.x
-// chunks by whole rows; 3 rows of 3.x chunks by chunk items (threads_for keeps one thread
-// below 32768 elements, so those shapes are large enough for two).
+// chunks by whole rows (rows of 4 MiB of y and dy, below, in the order that overlaps them); 3
+// rows of 3.x chunks by chunk items (threads_for keeps one thread below 32768 elements, so those
+// shapes are large enough for two).
 const Shape kShapes[] = {{5, 1}, {40, 3}, {23, 33}, {7, 1000}, {4, 8192}, {9, 3 * 8192 + 5}, {3, 3 * 8192 + 5}};
 
 Buffer run_backward(const Buffer& y, const Buffer& dy, Pair p, int64_t rows, int64_t cols, bool log, int threads) {
@@ -223,6 +224,39 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
         const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
         ASSERT_EQ(0, std::memcmp(alone.data(), one.bytes.data() + first * xs, size_t(s.cols) * xs))
             << softmax_grad_test::name(p) << " " << s.rows << "x" << s.cols << " seed " << seed;
+      }
+    }
+  }
+}
+
+// Rows whose y and dy take 4 MiB or more run each thread's rows in order, the next row's first
+// pass between the current row's finishing chunks. Such rows against float64, with the bits of
+// one thread, of three (chunks over threads for 9 rows) and of each row alone.
+TEST(CpuRowsBackward, RowsPastTheCacheMatchFloat64AndTheirBitsAlone) {
+  const Pair pairs[] = {{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, {SOFTMAX_DTYPE_F64, SOFTMAX_DTYPE_F64}};
+  for (const Pair p : pairs) {
+    const size_t ys = softmax_test::element_size(p.y), xs = softmax_test::element_size(p.x);
+    const Shape s{9, int64_t((size_t{2} << 20) / ys) + 5};
+    for (const bool log : {false, true}) {
+      const uint64_t seed = softmax_test::fresh_seed();
+      const size_t n = size_t(s.rows * s.cols);
+      const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
+      const Buffer y = softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log);
+      const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+      const Buffer two = run_backward(y, dy, p, s.rows, s.cols, log, 2);
+      ASSERT_TRUE(softmax_grad_test::grad_matches(y, dy, two, s.rows, s.cols, log, softmax_grad_test::fp64(p)))
+          << softmax_grad_test::name(p) << (log ? " log" : "") << " seed " << seed;
+      for (const int threads : {1, 3})
+        ASSERT_EQ(run_backward(y, dy, p, s.rows, s.cols, log, threads).bytes, two.bytes)
+            << softmax_grad_test::name(p) << (log ? " log" : "") << " threads " << threads << " seed " << seed;
+      for (const int64_t r : {int64_t{0}, int64_t{4}, int64_t{8}}) {
+        const size_t first = size_t(r * s.cols);
+        Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
+        std::memcpy(y1.data(), y.bytes.data() + first * ys, size_t(s.cols) * ys);
+        std::memcpy(dy1.data(), dy.bytes.data() + first * ys, size_t(s.cols) * ys);
+        const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
+        ASSERT_EQ(0, std::memcmp(alone.data(), two.bytes.data() + first * xs, size_t(s.cols) * xs))
+            << softmax_grad_test::name(p) << " row " << r << (log ? " log" : "") << " seed " << seed;
       }
     }
   }

@@ -124,6 +124,25 @@ TEST_P(CpuDropout, MaskEqualsIndependentCurandReference) {
   }
 }
 
+// Rows of 4 MiB of x and more whose exps are not kept (past 1M columns) run each thread's rows in
+// order, the next row's first pass between the current row's second-pass chunks: with two
+// threads, against the reference and the independent keep rule, and the bits of three threads
+// (9 rows: chunks over threads) and of one, which runs the rows in order too.
+TEST(CpuDropoutLongRows, RowsPastTheCacheMatchTheReferenceAndOtherSchedules) {
+  const int64_t rows = 9, cols = (int64_t{1} << 20) + 5;
+  const uint64_t seed = softmax_test::fresh_seed(), offset = 3;
+  const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * cols), seed);
+  const DropoutRun d = run_dropout(x, rows, cols, 0.2f, seed, offset, 2);
+  for (size_t i = 0; i < d.mask.size(); ++i)
+    ASSERT_EQ(d.mask[i], softmax_cpu_test::curand_keep(seed, offset, i, 0.2f) ? 1 : 0) << "element " << i << " seed " << seed;
+  ASSERT_TRUE(softmax_cpu_test::dropout_matches_reference(x, d.y, d.mask, rows, cols, 0.2f, seed));
+  for (const int threads : {1, 3}) {
+    const DropoutRun other = run_dropout(x, rows, cols, 0.2f, seed, offset, threads);
+    ASSERT_EQ(other.y.bytes, d.y.bytes) << "threads " << threads << " seed " << seed;
+    ASSERT_EQ(other.mask, d.mask) << "threads " << threads << " seed " << seed;
+  }
+}
+
 TEST_P(CpuDropout, ManyTilesOfShortRowsMatchTheReference) {
   // Short rows go through the kernel in tiles of about 8K elements, the keep bytes of each tile
   // drawn between the rows of the one before: many tiles per thread, rows held in registers

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -144,6 +145,30 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, CpuRows,
                                                               SOFTMAX_DTYPE_BF16),
                                             ::testing::Bool()),
                          ParamName);
+
+// Rows of 4 MiB of x and more whose exps are not kept (past 1M columns; log-softmax keeps none)
+// run each thread's rows in order, the next row's first pass between the current row's
+// second-pass chunks: with two threads against float64, and the bits of three threads (9 rows:
+// chunks over threads), of one (rows in order too) and of each row alone.
+TEST(CpuLongRow, RowsPastTheCacheMatchFloat64AndTheirBitsAlone) {
+  const int64_t rows = 9, cols = (int64_t{1} << 20) + 5;
+  for (const bool log_softmax : {false, true}) {
+    const uint64_t seed = softmax_test::fresh_seed();
+    const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F32, size_t(rows * cols), seed);
+    const Buffer y = softmax_cpu_test::run_rows(x, rows, cols, log_softmax, 2);
+    ASSERT_TRUE(rows_match_reference(x, y, rows, cols, log_softmax, seed));
+    for (const int threads : {1, 3})
+      ASSERT_TRUE(softmax_cpu_test::same_bytes(softmax_cpu_test::run_rows(x, rows, cols, log_softmax, threads), y))
+          << "threads " << threads << (log_softmax ? " log" : "") << " seed " << seed;
+    for (const int64_t r : {int64_t{0}, int64_t{5}, rows - 1}) {
+      Buffer xr(SOFTMAX_DTYPE_F32, size_t(cols));
+      std::memcpy(xr.data(), x.bytes.data() + size_t(r * cols) * 4, size_t(cols) * 4);
+      const Buffer yr = softmax_cpu_test::run_rows(xr, 1, cols, log_softmax, 2);
+      ASSERT_EQ(0, std::memcmp(yr.data(), y.bytes.data() + size_t(r * cols) * 4, size_t(cols) * 4))
+          << "row " << r << (log_softmax ? " log" : "") << " seed " << seed;
+    }
+  }
+}
 
 // One row of 16M+3 elements: split over threads in chunks; the whole row must sum to 1 and every
 // element must be within relative 1e-5 of the float64 value (fp32 storage; 16-bit storage is
