@@ -39,15 +39,43 @@ Buffer run_backward(const Buffer& y, const Buffer& dy, Pair p, int64_t rows, int
   return dx;
 }
 
+// A fresh seed and the backward's inputs from it: y the forward's output (stored as p.y) of random
+// x, dy uniform in [-2, 2).
+struct Inputs {
+  uint64_t seed;
+  Buffer y, dy;
+};
+Inputs inputs(Pair p, Shape s, bool log) {
+  const uint64_t seed = softmax_test::fresh_seed();
+  const size_t n = size_t(s.rows * s.cols);
+  const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
+  return {seed, softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log),
+          softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0)};
+}
+
+// Whether row r of y and dy, run alone (one row: chunks over threads, two threads), gives the
+// bits it has in `batch`, the backward of all rows.
+::testing::AssertionResult row_alone_has_its_batch_bits(const Inputs& in, const Buffer& batch, Pair p, Shape s,
+                                                        int64_t r, bool log) {
+  const size_t ys = softmax_test::element_size(p.y), xs = softmax_test::element_size(p.x);
+  const size_t first = size_t(r * s.cols);
+  Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
+  std::memcpy(y1.data(), in.y.bytes.data() + first * ys, size_t(s.cols) * ys);
+  std::memcpy(dy1.data(), in.dy.bytes.data() + first * ys, size_t(s.cols) * ys);
+  const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
+  if (std::memcmp(alone.data(), batch.bytes.data() + first * xs, size_t(s.cols) * xs) == 0)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << softmax_grad_test::name(p) << " " << s.rows << "x" << s.cols << " row "
+                                       << r << (log ? " log" : "") << " seed " << in.seed;
+}
+
 TEST(CpuRowsBackward, EveryPairMatchesFloat64) {
   for (const Pair p : softmax_grad_test::all_pairs()) {
     for (const Shape s : kShapes) {
       for (const bool log : {false, true}) {
-        const uint64_t seed = softmax_test::fresh_seed();
-        const size_t n = size_t(s.rows * s.cols);
-        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
-        const Buffer y = softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log);
-        const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+        const Inputs in = inputs(p, s, log);
+        const uint64_t seed = in.seed;
+        const Buffer &y = in.y, &dy = in.dy;
         // Long rows with two threads only: that is where both of their schedules occur.
         for (const int threads : s.cols > 8192 ? std::vector<int>{2} : std::vector<int>{1, 2}) {
           const Buffer dx = run_backward(y, dy, p, s.rows, s.cols, log, threads);
@@ -152,11 +180,9 @@ TEST(CpuRowsBackward, InPlaceEqualsOutOfPlace) {
     if (softmax_test::element_size(p.x) != softmax_test::element_size(p.y)) continue;
     for (const Shape s : {Shape{37, 100}, Shape{2, 2 * 8192 + 3}, Shape{9, 8192 + 1}}) {
       for (const bool log : {false, true}) {
-        const uint64_t seed = softmax_test::fresh_seed();
-        const size_t n = size_t(s.rows * s.cols);
-        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
-        const Buffer y = softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log);
-        const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+        const Inputs in = inputs(p, s, log);
+        const uint64_t seed = in.seed;
+        const Buffer &y = in.y, &dy = in.dy;
         const Buffer apart = run_backward(y, dy, p, s.rows, s.cols, log, 2);
         Buffer shared = dy;  // dy's bytes, overwritten by dx (stored as p.x)
         const softmax_options o = softmax_grad_test::options(p, 2, log);
@@ -204,11 +230,9 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
   for (const Pair p : pairs) {
     for (const Shape s : {Shape{1000, 33}, Shape{13, 4097}, Shape{1, 65537}, Shape{3, 65537}, Shape{9, 65537}}) {
       for (const bool log : {false, true}) {
-        const uint64_t seed = softmax_test::fresh_seed();
-        const size_t n = size_t(s.rows * s.cols);
-        const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
-        const Buffer y = softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log);
-        const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+        const Inputs in = inputs(p, s, log);
+        const uint64_t seed = in.seed;
+        const Buffer &y = in.y, &dy = in.dy;
         const Buffer one = run_backward(y, dy, p, s.rows, s.cols, log, 1);
         for (const int threads : {2, 3, 7}) {
           ASSERT_EQ(run_backward(y, dy, p, s.rows, s.cols, log, threads).bytes, one.bytes)
@@ -216,14 +240,7 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
               << threads << " seed " << seed;
         }
         // The last row alone gives the bits it has in the batch.
-        const size_t ys = softmax_test::element_size(p.y), xs = softmax_test::element_size(p.x);
-        const size_t first = size_t((s.rows - 1) * s.cols);
-        Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
-        std::memcpy(y1.data(), y.bytes.data() + first * ys, size_t(s.cols) * ys);
-        std::memcpy(dy1.data(), dy.bytes.data() + first * ys, size_t(s.cols) * ys);
-        const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
-        ASSERT_EQ(0, std::memcmp(alone.data(), one.bytes.data() + first * xs, size_t(s.cols) * xs))
-            << softmax_grad_test::name(p) << " " << s.rows << "x" << s.cols << " seed " << seed;
+        ASSERT_TRUE(row_alone_has_its_batch_bits(in, one, p, s, s.rows - 1, log));
       }
     }
   }
@@ -235,29 +252,19 @@ TEST(CpuRowsBackward, SameBitsForAnyThreadCountAndBatch) {
 TEST(CpuRowsBackward, RowsPastTheCacheMatchFloat64AndTheirBitsAlone) {
   const Pair pairs[] = {{SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F32}, {SOFTMAX_DTYPE_F64, SOFTMAX_DTYPE_F64}};
   for (const Pair p : pairs) {
-    const size_t ys = softmax_test::element_size(p.y), xs = softmax_test::element_size(p.x);
-    const Shape s{9, int64_t((size_t{2} << 20) / ys) + 5};
+    const Shape s{9, int64_t((size_t{2} << 20) / softmax_test::element_size(p.y)) + 5};
     for (const bool log : {false, true}) {
-      const uint64_t seed = softmax_test::fresh_seed();
-      const size_t n = size_t(s.rows * s.cols);
-      const Buffer x = softmax_test::random_input(SOFTMAX_DTYPE_F64, n, seed);
-      const Buffer y = softmax_grad_test::forward_output(x, p.y, s.rows, s.cols, log);
-      const Buffer dy = softmax_grad_test::uniform(p.y, n, seed + 1, -2.0, 2.0);
+      const Inputs in = inputs(p, s, log);
+      const uint64_t seed = in.seed;
+      const Buffer &y = in.y, &dy = in.dy;
       const Buffer two = run_backward(y, dy, p, s.rows, s.cols, log, 2);
       ASSERT_TRUE(softmax_grad_test::grad_matches(y, dy, two, s.rows, s.cols, log, softmax_grad_test::fp64(p)))
           << softmax_grad_test::name(p) << (log ? " log" : "") << " seed " << seed;
       for (const int threads : {1, 3})
         ASSERT_EQ(run_backward(y, dy, p, s.rows, s.cols, log, threads).bytes, two.bytes)
             << softmax_grad_test::name(p) << (log ? " log" : "") << " threads " << threads << " seed " << seed;
-      for (const int64_t r : {int64_t{0}, int64_t{4}, int64_t{8}}) {
-        const size_t first = size_t(r * s.cols);
-        Buffer y1(p.y, size_t(s.cols)), dy1(p.y, size_t(s.cols));
-        std::memcpy(y1.data(), y.bytes.data() + first * ys, size_t(s.cols) * ys);
-        std::memcpy(dy1.data(), dy.bytes.data() + first * ys, size_t(s.cols) * ys);
-        const Buffer alone = run_backward(y1, dy1, p, 1, s.cols, log, 2);
-        ASSERT_EQ(0, std::memcmp(alone.data(), two.bytes.data() + first * xs, size_t(s.cols) * xs))
-            << softmax_grad_test::name(p) << " row " << r << (log ? " log" : "") << " seed " << seed;
-      }
+      for (const int64_t r : {int64_t{0}, int64_t{4}, int64_t{8}})
+        ASSERT_TRUE(row_alone_has_its_batch_bits(in, two, p, s, r, log));
     }
   }
 }
