@@ -13,9 +13,8 @@
 // Rows of one chunk go a tile of rows at a time. Longer rows of up to kStoreUpToChunks chunks
 // handled whole by one thread keep s and g of the row in per-thread buffers between the
 // passes; longer rows, and few rows spread over threads by chunk, recompute them in each pass
-// (three passes: softmax statistics, dot, dx; a thread's longer rows in order, the next row's first
-// pass between the current row's last). Recomputing gives the same bits, so the choice never
-// shows in the result.
+// (three passes: softmax statistics, dot, dx). Recomputing gives the same bits, so the choice
+// never shows in the result.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -226,25 +225,15 @@ struct DropoutGrad {
     for (int64_t c = chunks - 1; c >= 0; --c) finish(r, c, probs + c * kChunkElems, grads + c * kChunkElems, dot);
   }
 
-  // Rows too long to keep s and g (more than 1M columns, so x and dy past kOverlapRowBytes,
-  // chunked_rows.h, which L3 holds for the passes after the first at best), [begin, end) in order:
-  // the next row's pass 1 chunk by chunk between the current row's pass 3 chunks, so that memory
-  // keeps streaming. The current row needs only its norm and dot by then, so one array of
-  // partials serves both rows.
-  void rows_overlapped(int64_t begin, int64_t end) const {
+  void row_recomputed(int64_t r) const {
     const int64_t chunks = grid.chunks();
     std::vector<Part> parts(static_cast<size_t>(chunks));
-    for (int64_t c = 0; c < chunks; ++c) parts[size_t(c)] = pass1(begin, c);
-    for (int64_t r = begin; r < end; ++r) {
-      const Norm norm = Softmax::merge(parts.data(), chunks);
-      double s = 0.0;
-      for (int64_t c = 0; c < chunks; ++c) s += double(pass2(r, c, norm, chunk_buffers(grid.len(c))));
-      const T dot = T(s);
-      for (int64_t i = 0; i < chunks; ++i) {
-        pass3(r, chunks - 1 - i, norm, dot);
-        if (r + 1 < end) parts[size_t(i)] = pass1(r + 1, i);
-      }
-    }
+    for (int64_t c = 0; c < chunks; ++c) parts[size_t(c)] = pass1(r, c);
+    const Norm norm = Softmax::merge(parts.data(), chunks);
+    double s = 0.0;
+    for (int64_t c = 0; c < chunks; ++c) s += double(pass2(r, c, norm, chunk_buffers(grid.len(c))));
+    const T dot = T(s);
+    for (int64_t c = chunks - 1; c >= 0; --c) pass3(r, c, norm, dot);
   }
 
   bool run(int threads) const {
@@ -256,7 +245,7 @@ struct DropoutGrad {
     }
     if (whole_rows_per_thread(grid, threads)) {
       if (grid.chunks() <= kStoreUpToChunks) return for_rows(grid, threads, [&](int64_t r) { row_stored(r); });
-      return for_row_ranges(grid, threads, [&](int64_t begin, int64_t end) { rows_overlapped(begin, end); });
+      return for_rows(grid, threads, [&](int64_t r) { row_recomputed(r); });
     }
     const int64_t chunks = grid.chunks();
     std::vector<Part> parts(size_t(grid.rows * chunks));

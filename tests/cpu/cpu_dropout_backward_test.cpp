@@ -26,8 +26,7 @@ struct Shape {
 
 // Tiles of short rows (one tile, and several with a partial last one); whole rows per thread
 // with s and g kept (up to 128 chunks); few long rows by chunks; whole rows of 129 chunks, whose
-// s and g are recomputed in each pass, a thread's rows in order with the next row's first pass
-// between the current row's last (kBigShape, for a few pairs only: it is the largest). Odd
+// s and g are recomputed in each pass (kBigShape, for a few pairs only: it is the largest). Odd
 // lengths put Philox groups of 4 across rows, tiles and chunks.
 const Shape kShapes[] = {{7, 3}, {30, 33}, {200, 37}, {5, 1025}, {9, 2 * 8192 + 5}, {2, 3 * 8192 + 3}};
 const Shape kBigShape{8, 128 * 8192 + 1};
