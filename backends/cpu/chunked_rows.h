@@ -5,7 +5,8 @@
 // row do not depend on the schedule, the thread count, or how many rows are in the call
 // (vector_kernels.h):
 //   - rows over threads: each thread takes whole rows (contiguous blocks of them) and runs phase
-//     1, the merge and phase 2 for a row while its chunks are still in cache;
+//     1, the merge and phase 2 for a row while its chunks are still in cache (rows past the
+//     cache: phase 2 with the next row's phase 1 between its chunks, kOverlapRowBytes);
 //   - chunks over threads, for few rows (fewer than 4 per thread, e.g. one 64M-element row): all
 //     threads compute phase 1 for every (row, chunk), then the per-row merges, then phase 2.
 #pragma once

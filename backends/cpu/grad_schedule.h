@@ -6,7 +6,8 @@
 //   - tiles: rows of at most one chunk, whole rows in tiles of about one chunk's worth of
 //     elements, a few blocks of tiles per thread;
 //   - whole rows: each thread takes whole long rows and does every pass over a row while its
-//     chunks are still in cache;
+//     chunks are still in cache (for_rows; or, for rows past the cache, its range of rows in
+//     order with the next row's first pass between the current row's last: for_row_ranges);
 //   - chunk items: few long rows (fewer than 4 per thread), every (row, chunk) item spread over
 //     the threads, one parallel loop per pass with the per-row merges in between.
 #pragma once
