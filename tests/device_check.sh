@@ -10,7 +10,9 @@
 #
 #   OUT=out DEADLINE_S=560 COMMIT=<sha> bash tests/device_check.sh   (run with timeout_s 600)
 # Everything rarely fits one 10-minute call: split it into two calls on the warm machine (the
-# build folder survives between them) with SKIP_BENCH=1, then SKIP_TESTS=1.
+# build folder survives between them) with SKIP_BENCH=1, then SKIP_TESTS=1. BATCH=10 makes the
+# GPU tables (bench/gpu_tables.sh) time calls back to back; TORCH_COMPARE=1 adds
+# bench/torch_compare.py.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/device-out}
