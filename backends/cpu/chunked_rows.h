@@ -88,6 +88,24 @@ constexpr int64_t kStoreExpUpToCols = int64_t{1} << 20;
 // rows that L2 holds for the second pass (the backward of 128K-256K columns) 7-12% slower.
 constexpr size_t kOverlapRowBytes = size_t{4} << 20;
 
+// Runs body(begin, end) once in each thread of the team that has rows: its equal contiguous range
+// [begin, end) of the `rows`. Returns false if a body threw (out of scratch memory).
+template <class Body>
+bool for_row_ranges(int64_t rows, int threads, Body&& body) {
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    const int64_t begin = rows * tid / nth, end = rows * (tid + 1) / nth;
+    try {
+      if (begin < end) body(begin, end);
+    } catch (...) {
+      failed.store(true);
+    }
+  }
+  return !failed.load();
+}
+
 // Runs `block(first_row, row_count)` over blocks of whole rows, a few blocks per thread so a
 // static split stays balanced, each at least a tile's worth of work so the per-block overhead
 // stays small. Returns false if a thread could not get its scratch memory.
@@ -131,32 +149,23 @@ bool run_two_phase(const VectorKernels& k, const RowsView& v, int threads, int64
       // Rows whose phase 2 reads x from L3 anyway: each thread's rows in order, the next row's
       // phase 1 chunk by chunk between the current row's phase 2 chunks (walked backwards, as
       // below), so that memory keeps streaming; two rows' partials at a time.
-#pragma omp parallel num_threads(threads)
-      {
-        const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
-        const int64_t begin = v.rows * tid / nth, end = v.rows * (tid + 1) / nth;
-        try {
-          auto* parts = static_cast<ChunkPartial*>(
-              thread_scratch(ScratchSlot::Partials, 2 * size_t(chunks) * sizeof(ChunkPartial)));
-          const auto part_of = [&](int64_t r) { return parts + (r % 2) * chunks; };
-          const auto phase1 = [&](int64_t r, int64_t c) {
-            part_of(r)[c] = k.chunk_partial(v.x_at(r, c), v.dtype, v.chunk_len(c), nullptr);
-          };
-          if (begin < end)
-            for (int64_t c = 0; c < chunks; ++c) phase1(begin, c);
-          for (int64_t r = begin; r < end; ++r) {
-            const RowNormaliser norm = merge_chunk_partials(part_of(r), chunks);
-            for (int64_t i = 0; i < chunks; ++i) {
-              finish(r, chunks - 1 - i, part_of(r)[chunks - 1 - i], norm, nullptr);
-              if (r + 1 < end) phase1(r + 1, i);
-            }
+      return for_row_ranges(v.rows, threads, [&](int64_t begin, int64_t end) {
+        auto* parts = static_cast<ChunkPartial*>(
+            thread_scratch(ScratchSlot::Partials, 2 * size_t(chunks) * sizeof(ChunkPartial)));
+        const auto part_of = [&](int64_t r) { return parts + (r % 2) * chunks; };
+        const auto phase1 = [&](int64_t r, int64_t c) {
+          part_of(r)[c] = k.chunk_partial(v.x_at(r, c), v.dtype, v.chunk_len(c), nullptr);
+        };
+        for (int64_t c = 0; c < chunks; ++c) phase1(begin, c);
+        for (int64_t r = begin; r < end; ++r) {
+          const RowNormaliser norm = merge_chunk_partials(part_of(r), chunks);
+          for (int64_t i = 0; i < chunks; ++i) {
+            finish(r, chunks - 1 - i, part_of(r)[chunks - 1 - i], norm, nullptr);
+            if (r + 1 < end) phase1(r + 1, i);
           }
-        } catch (...) {
-          failed.store(true);
         }
         k.stream_fence();
-      }
-      return !failed.load();
+      });
     }
 #pragma omp parallel num_threads(threads)
     {

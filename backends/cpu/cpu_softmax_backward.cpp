@@ -119,7 +119,7 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
     // Rows too long for the core's cache: each thread's rows in order, the next row's dot pass
     // read chunk by chunk between the current row's finishing chunks (walked backwards, as
     // above), so that the memory keeps streaming while the finishing pass reads from L3.
-    const bool ok = for_row_ranges(g, threads, [&](int64_t begin, int64_t end) {
+    const bool ok = for_row_ranges(g.rows, threads, [&](int64_t begin, int64_t end) {
       double s = 0.0;
       for (int64_t c = 0; c < chunks; ++c) s += double(chunk_dot<T>(a, begin, c));
       for (int64_t r = begin; r < end; ++r) {

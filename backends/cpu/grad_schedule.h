@@ -7,7 +7,8 @@
 //     elements, a few blocks of tiles per thread;
 //   - whole rows: each thread takes whole long rows and does every pass over a row while its
 //     chunks are still in cache (for_rows; or, for rows past the cache, its range of rows in
-//     order with the next row's first pass between the current row's last: for_row_ranges);
+//     order with the next row's first pass between the current row's last: for_row_ranges,
+//     chunked_rows.h);
 //   - chunk items: few long rows (fewer than 4 per thread), every (row, chunk) item spread over
 //     the threads, one parallel loop per pass with the per-row merges in between.
 #pragma once
@@ -76,23 +77,6 @@ bool for_rows(const ChunkGrid& g, int threads, Body&& body) {
     if (failed.load(std::memory_order_relaxed)) continue;
     try {
       body(r);
-    } catch (...) {
-      failed.store(true);
-    }
-  }
-  return !failed.load();
-}
-
-// Runs body(begin, end) once per thread on its equal contiguous range of rows [begin, end).
-template <class Body>
-bool for_row_ranges(const ChunkGrid& g, int threads, Body&& body) {
-  std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
-    const int64_t begin = g.rows * tid / nth, end = g.rows * (tid + 1) / nth;
-    try {
-      if (begin < end) body(begin, end);
     } catch (...) {
       failed.store(true);
     }
