@@ -4,8 +4,11 @@
 # list of cases, logs under $OUT. The cases are ~2^26 elements each (enough to fill an H200 for
 # tens of microseconds per pass); the benchmark proper uses 1 GiB.
 #
-#   LIB=build/libsoftmax.so.0 OUT=out CASES=default|NAME CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
-#     bash bench/tools/device_sweep.sh
+#   LIB=build/libsoftmax.so.0 OUT=out CASES=default|mid|segment|LIST CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
+#     [BATCH=10] [ROUNDS=2] bash bench/tools/device_sweep.sh
+# BATCH=N times N calls back to back per sample (softmax_bench's steady rate; single calls carry
+# the host's launch); ROUNDS=N runs every setting N times, settings alternating, so that a drift of
+# the machine shows as spread rather than as a difference between settings.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-sweep-out}
@@ -34,6 +37,9 @@ case ${CASES:-default} in
   default)
     CASES_LIST=$(IFS=,; echo "$(cases_for rows f32 32 128 1000 1024 2048 4096 4097 4096+1 8191 8192 16384 32001 32768 65536 100003 131072 262144 1048576 67108864),$(cases_for rows bf16 32 1024 2050 4096 4096+1 8196 16384 32001 65536 131072),$(cases_for dropout f32 128 1024 4096 4097 32768),$(cases_for dropout3 f32 1024 4096),$(cases_for dropout bf16 1024 4096),$(cases_for bwd f32 1024 4096 32768 131072),$(cases_for bwd bf16 4096),$(cases_for dbwd f32 1024 4096 32768),$(cases_for mixed bf16 1024 4096 32768),$(cases_for stats f32 4096 100003),$(cases_for log f32 1024 32768)")
     ;;
+  segment)  # the segment plans' rows (up to 512 columns) of every family, type and phase
+    CASES_LIST=$(IFS=,; echo "$(cases_for rows f32 16 32 33 64 100 127 128 128+1 256 512),$(cases_for log f32 128),$(cases_for rows bf16 32 127 128 512),$(cases_for rows f16 64),$(cases_for mixed bf16 32 512),$(cases_for dropout f32 128 512),$(cases_for dropout3 f32 128 512),$(cases_for dropout bf16 128),$(cases_for dropout3 bf16 256),$(cases_for bwd f32 128 512),$(cases_for bwd bf16 128),$(cases_for dbwd f32 128),$(cases_for dbwd bf16 128),$(cases_for stats f32 128)")
+    ;;
   mid)
     CASES_LIST=$(cases_for rows f32 2048 4096 8192 16384 32768 65536 131072),$(cases_for rows bf16 2048 4096 8192 16384 32768 65536)
     ;;
@@ -42,11 +48,17 @@ case ${CASES:-default} in
     ;;
 esac
 
-for config in ${CONFIGS:-default}; do
-  name=${config%%=*}
-  vars=""
-  [ "$config" != "$name" ] && vars=${config#*=}
-  echo "== $name ${vars}"
-  env $(echo "$vars" | tr ',' ' ') python3 bench/tools/gpu_sweep.py --lib "$LIB" --cases "$CASES_LIST" \
-    ${TORCH:+--torch} --reps "${REPS:-15}" --json "$OUT/sweep_$name.json" 2>&1 | tee "$OUT/sweep_$name.log"
+rounds=${ROUNDS:-1}
+for round in $(seq "$rounds"); do
+  for config in ${CONFIGS:-default}; do
+    name=${config%%=*}
+    vars=""
+    [ "$config" != "$name" ] && vars=${config#*=}
+    tag=$name
+    [ "$rounds" -gt 1 ] && tag=${name}_r$round
+    echo "== $name ${vars}${ROUNDS:+ (round $round)}"
+    env $(echo "$vars" | tr ',' ' ') python3 bench/tools/gpu_sweep.py --lib "$LIB" --cases "$CASES_LIST" \
+      ${TORCH:+--torch} --reps "${REPS:-15}" --batch "${BATCH:-1}" --json "$OUT/sweep_$tag.json" 2>&1 |
+      tee "$OUT/sweep_$tag.log"
+  done
 done
