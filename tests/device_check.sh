@@ -174,6 +174,8 @@ if [ "$(left)" -gt 60 ]; then
   stamp "GPU tables ($(left) s left)"
   LIB=$LIB OUT=$OUT/tables timeout "$(cap 420)" bash bench/gpu_tables.sh > "$L/gpu_tables.log" 2>&1
   echo "gpu_tables rc=$?" >> "$OUT/summary.txt"
+  # The tables' folder holds more files than come back from $OUT: one archive instead.
+  [ -d "$OUT/tables" ] && tar czf "$OUT/tables.tgz" -C "$OUT" tables && rm -rf "$OUT/tables"
 fi
 
 if [ "${TORCH_COMPARE:-0}" = 1 ] && [ "$(left)" -gt 45 ]; then
