@@ -89,6 +89,10 @@ done
 ( SOFTMAX_CUDA_MAX_CLUSTER=1 lb timeout "$(cap 270)" "$CUDA_TESTS" --gtest_filter="$FORCED_FILTER" \
     > "$L/forced_no_clusters.log" 2>&1
   echo "rc=$?" >> "$L/forced_no_clusters.log" ) &
+# The ctest entry cuda.segment_one_wave: segment grids of one wave, every segment kernel looping.
+( SOFTMAX_CUDA_STRATEGY=segment SOFTMAX_CUDA_SEGMENT_WAVES=1 lb timeout "$(cap 270)" "$CUDA_TESTS" \
+    --gtest_filter="$FORCED_FILTER" > "$L/segment_one_wave.log" 2>&1
+  echo "rc=$?" >> "$L/segment_one_wave.log" ) &
 # The ctest entries cuda.forced_split_waves and cuda.forced_split_resident: split rows in waves
 # only, and through the resident split only (one tile per part).
 SPLIT_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShapes/*:CudaDropout.MaskMatchesCpuBitForBit:CudaDropout.EveryOffsetPhase'
@@ -142,10 +146,10 @@ san racecheck 'CudaRowsNonFinite.*:AllShapes/CudaRowsTest.*/f32_cols4097*:AllSha
 SOFTMAX_CUDA_MAX_CLUSTER=8 san synccheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaDropout.EveryOffsetPhase' &
 san initcheck 'CudaRowsStrategies.EveryBranchOfTheTable:CudaRowsInPlace.*:CudaDropout.MaskMatchesCpuBitForBit' &
 wait
-for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters forced_split_waves forced_split_resident split_pieces split_waves_overlapped comparison_tests determinism_tests api_tests semantics_tests; do
+for f in capture_first cuda_tests forced_segment forced_block forced_cluster forced_split forced_no_clusters segment_one_wave forced_split_waves forced_split_resident split_pieces split_waves_overlapped comparison_tests determinism_tests api_tests semantics_tests; do
   echo "=== $f"; grep -E "tests ran|PASSED|FAILED|SKIPPED|Failure|^rc=" -A3 "$L/$f.log" | head -40
 done > "$L/tests.txt"
-cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/split_pieces.log "$L"/split_waves_overlapped.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"
+cat "$L"/capture_first.log "$L"/cuda_tests.log "$L"/forced_*.log "$L"/segment_one_wave.log "$L"/split_pieces.log "$L"/split_waves_overlapped.log "$L"/comparison_tests.log "$L"/determinism_tests.log "$L"/api_tests.log "$L"/semantics_tests.log > "$OUT/tests_full.log"
 for t in memcheck racecheck synccheck initcheck; do
   echo "=== $t"; grep -E "SUMMARY|tests ran|PASSED|FAILED| rc=" "$L/sanitizer_$t.log"
   grep -E -m3 -B2 -A12 "Invalid|Error:|Race reported|Uninitialized" "$L/sanitizer_$t.log"

@@ -21,7 +21,8 @@ struct Launches {
   static constexpr const char* kName = "softmax backward kernel launch";
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
-    return launch_register(register_rows_backward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_backward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName,
+                           Looping::WhenAlone, kDropoutOrBackwardWaves<T>);
   }
   template <int K>
   Outcome block(const Plan& plan) const {

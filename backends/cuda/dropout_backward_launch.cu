@@ -31,10 +31,11 @@ struct Launches {
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
         return launch_register(register_rows_dropout_backward<T, A, K, R, false, true>, a, a.rows, a.cols, plan, env,
-                               kName);
+                               kName, Looping::WhenAlone, kDropoutOrBackwardWaves<T>);
       }
     }
-    return launch_register(register_rows_dropout_backward<T, A, K, R, false>, a, a.rows, a.cols, plan, env, kName);
+    return launch_register(register_rows_dropout_backward<T, A, K, R, false>, a, a.rows, a.cols, plan, env, kName,
+                           Looping::WhenAlone, kDropoutOrBackwardWaves<T>);
   }
   template <int K>
   Outcome block(const Plan& plan) const {

@@ -42,7 +42,7 @@ struct Launches {
   }
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
-    const SegmentWaves waves = kOp == Forward::Dropout ? SegmentWaves::Few : SegmentWaves::Many;
+    const SegmentWaves waves = kOp == Forward::Dropout ? kDropoutOrBackwardWaves<T> : SegmentWaves::Many;
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
         return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, false, true>, a, a.rows,

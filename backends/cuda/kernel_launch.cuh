@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/cuda_outcome.h"
 #include "backends/cuda/device_limits.h"
@@ -146,11 +147,17 @@ inline int realign_stage_bytes(int threads, bool in_stage) {
 }
 
 // How many waves of resident blocks a segment plan's grid holds at most; its blocks loop over the
-// remaining rows. Softmax's forward rows (log-softmax, statistics and mixed types too) take Many:
-// on the H200 at 16-512 columns they ran 2-5% (f32) and 1-8% (16-bit) faster than with Few,
-// while softmax_dropout ran 2-4% slower at 128-512 columns and the backward families moved by
-// under 1%, so those keep Few (backends/cuda/TUNING.md, "Segment grids").
+// remaining rows. Many but for softmax_dropout and the backward families of other than f32 rows,
+// which keep Few: timed back to back (calls queued, not one at a time) on an H100 at 128-512
+// columns, 32 waves against 8 ran f32 dropout 2-3% faster and the f32 backward 2.6% faster at 128
+// columns, but bf16 dropout 3% slower; the forward's rows (log-softmax, statistics and mixed types
+// too) gained 2-5% (f32) and 1-8% (16-bit) from Many in single calls on the H200
+// (backends/cuda/TUNING.md, "Segment grids").
 enum class SegmentWaves : int64_t { Few = 8, Many = 32 };
+
+// The cap of a softmax_dropout or backward segment grid whose rows (x, or y and dy) are of type T.
+template <class T>
+constexpr SegmentWaves kDropoutOrBackwardWaves = std::is_same_v<T, float> ? SegmentWaves::Many : SegmentWaves::Few;
 
 // How a block or cluster plan's grid covers the rows: a block (or cluster) per row group, or one
 // wave of resident blocks or clusters that loop over the rows.
