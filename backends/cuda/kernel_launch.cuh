@@ -147,11 +147,11 @@ inline int realign_stage_bytes(int threads, bool in_stage) {
 }
 
 // How many waves of resident blocks a segment plan's grid holds at most; its blocks loop over the
-// remaining rows. Many but for softmax_dropout and the backward families of other than f32 rows,
-// which keep Few: timed back to back (calls queued, not one at a time) on an H100 at 128-512
-// columns, 32 waves against 8 ran f32 dropout 2-3% faster and the f32 backward 2.6% faster at 128
-// columns, but bf16 dropout 3% slower; the forward's rows (log-softmax, statistics and mixed types
-// too) gained 2-5% (f32) and 1-8% (16-bit) from Many in single calls on the H200
+// remaining rows. Softmax's forward rows (log-softmax, statistics and mixed types too) take Many:
+// in single calls on the H200 at 16-512 columns they ran 2-5% (f32) and 1-8% (16-bit) faster than
+// with Few. softmax_dropout and the backward families take Many for f32 rows and Few for the
+// others (kDropoutOrBackwardWaves): timed back to back on an H100 at 128-512 columns, 32 waves
+// against 8 ran f32 dropout 2-3% and the f32 backward up to 2.6% faster, bf16 dropout 3% slower
 // (backends/cuda/TUNING.md, "Segment grids").
 enum class SegmentWaves : int64_t { Few = 8, Many = 32 };
 
