@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Strategy sweep on a GPU machine: gpu_sweep.py once per setting of the strategy knobs, over a
-# list of cases, logs under $OUT. The cases are ~2^26 elements each (enough to fill an H200 for
-# tens of microseconds per pass); the benchmark proper uses 1 GiB.
+# list of cases, logs under $OUT. The named case lists are ~2^26 elements a case (enough to fill
+# an H200 for tens of microseconds per pass); ELEMS_LOG2=28 gives them the benchmark's size (1 GiB
+# of f32), where some settings rank differently (backends/cuda/TUNING.md, "Segment grids").
 #
 #   LIB=build/libsoftmax.so.0 OUT=out CASES=default|mid|segment|LIST CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
-#     [BATCH=10] [ROUNDS=2] bash bench/tools/device_sweep.sh
+#     [BATCH=10] [ROUNDS=2] [ELEMS_LOG2=26] bash bench/tools/device_sweep.sh
 # BATCH=N times N calls back to back per sample (softmax_bench's steady rate; single calls carry
 # the host's launch); ROUNDS=N runs every setting N times, settings alternating, so that a drift of
 # the machine shows as spread rather than as a difference between settings.
@@ -15,9 +16,9 @@ OUT=${OUT:-sweep-out}
 LIB=${LIB:?path to libsoftmax.so}
 mkdir -p "$OUT"
 
-rows() {  # rows for about 2^26 elements of `cols` columns
+rows() {  # rows for about 2^ELEMS_LOG2 elements of `cols` columns
   local c=$1 r
-  r=$(( (1 << 26) / c ))
+  r=$(( (1 << ${ELEMS_LOG2:-26}) / c ))
   [ "$r" -lt 1 ] && r=1
   echo "$r"
 }
