@@ -125,9 +125,9 @@ __device__ __forceinline__ void keep_bits(const DropoutKeys& d, uint64_t flat0, 
 // thread's held chunks and writes the mask and y. The held chunks are the exps (softmax, where
 // they hold values), or the inputs: log-softmax uses them as they are, softmax takes their exps
 // with `sh` first. The pointers and flat0 point at column 0 of the thread's row (or of its split
-// tile); only columns below `limit` are written. With kStaged, y's chunks go to the row's place
+// tile); only columns below `limit` are written. With kStaging, y's chunks go to the row's place
 // in the warp's stage instead (warp_stage.cuh), which the kernel stores.
-template <class T, class Y, class A, Forward kOp, int K, int V, class Held, bool kStaged = false,
+template <class T, class Y, class A, Forward kOp, int K, int V, class Held, Staging kStaging = Staging::None,
           bool kPieces = kRowsInPieces<kOp, Y>>
 __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t flat0, int limit, bool live,
                                                const Place& p, const Held& h, const Shift<A>& sh, A factor,
@@ -192,8 +192,8 @@ __device__ __forceinline__ void finish_forward(const ForwardArgs& a, uint64_t fl
         c[k] = pack_as<Y, A, V>(v);
       }
     }
-    if constexpr (kStaged) {
-      if (live) leave_staged<K>(staged, p, c);
+    if constexpr (kStaging != Staging::None) {
+      if (live) leave_staged<kStaging, K, Elem<Y>::kBytes>(staged, p, c);
     } else {
       store_packed<Y, K, V, kPieces>(static_cast<char*>(a.y) + int64_t(flat0) * Elem<Y>::kBytes, limit, live, p, c);
     }
@@ -283,18 +283,17 @@ template <class T, int K>
 constexpr bool kForwardOneShift = !kNarrow<T> || K > 4;
 
 // Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
-// whose output has the input's type. The launcher runs it for segments of one or two lanes whose
-// rows start and end on 16-byte boundaries (staged_rows).
+// whose output has the input's type. The launcher runs it for segments of one or two lanes and
+// for narrow segments of rows that start mid-vector (staged_rows).
 template <class T, class Y, Forward kOp>
 constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_same_v<T, Y>;
 
 // kPrefetch: for blocks that fit at most two to an SM, on a grid that loops over the rows
 // (launch_register), whose memory traffic would otherwise stop while a block reduces and writes
-// a row. kStaged: a segment kernel whose warps move their rows through a shared-memory stage
-// (rows of whole 16-byte chunks, x and y on 16-byte boundaries). kPieces: each thread moves its
-// own chunks (kRowsInPieces).
+// a row. kStaging: how a segment kernel's warps move their rows through a shared-memory stage
+// (warp_stage.cuh), if they do. kPieces: each thread moves its own chunks (kRowsInPieces).
 template <class T, class Y, class A, Forward kOp, int K, int R, bool kBlock, bool kPrefetch = false,
-          bool kStaged = false, bool kPieces = kRowsInPieces<kOp, Y>>
+          Staging kStaging = Staging::None, bool kPieces = kRowsInPieces<kOp, Y>>
 __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_blocks(kBlock, held_registers<T, A, kForwardPacked<T, A, kBlock, K>>(K * R))) register_rows_forward(ForwardArgs a, RowShape shape) {
   constexpr int V = kChunkElems<T>;
   using Part = Weighted<A, 1>;
@@ -306,16 +305,18 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   const int cols = shape.cols;
   const bool keep_exps = kOp != Forward::Stats && !a.log_output<kOp>();
   static_assert(!kPrefetch || kPrefetchNextRow<T, A, kOp, K, R, kBlock>, "no room to prefetch");
+  constexpr bool kStaged = kStaging != Staging::None;
   static_assert(!kStaged || (kStageable<T, Y, kOp> && !kBlock && !kPrefetch), "no staged form");
   Words* stage = nullptr;  // this warp's stage (kStaged)
   if constexpr (kStaged) {
-    __shared__ Words stage_slots[register_block_limit(false, K) * K * R];
-    stage = stage_slots + (threadIdx.x >> 5) * 32 * K * R;
+    __shared__ Words stage_slots[register_block_limit(false, K) / 32 * kStageSlots<kStaging, K, R>];
+    stage = stage_slots + (threadIdx.x >> 5) * kStageSlots<kStaging, K, R>;
   }
-  const int row_chunks = kStaged ? cols / V : 0;  // staged rows are whole chunks
-  // Where the thread's r-th row of the current group lies in its warp's stage.
-  const auto staged_row = [&](int r) {
-    return StagedRow{stage, (walk.in_group + r * walk.step) * row_chunks, row_chunks};
+  // The warp's current rows in x and y (kStaged), and where the thread's r-th row of them lies in
+  // the stage: y's rows are left at y's alignment, which may differ from x's.
+  StageRun<Elem<T>::kBytes> x_run(a.x, 0, 0), y_run(a.y, 0, 0);
+  const auto staged_row = [&](const StageRun<Elem<T>::kBytes>& run, int r) {
+    return StagedRow{stage, (walk.in_group + r * walk.step) * cols + run.lead, cols};
   };
   LoadedUnits<K> next;
   if constexpr (kPrefetch) {
@@ -326,17 +327,21 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   for (; walk.base < rows; walk.base += walk.stride, ++round) {
     Held h[R];
     uint32_t bits[R][K];  // dropout's keep bits
-    int staged = 0;       // chunks of the warp's rows in its stage (kStaged)
     if constexpr (kStaged) {
       const int64_t left = rows - walk.base;
-      staged = int(left < int64_t(walk.step) * R ? left : int64_t(walk.step) * R) * row_chunks;
-      stage_in<K * R>(a.x, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));
+      const int count = int(left < int64_t(walk.step) * R ? left : int64_t(walk.step) * R) * cols;
+      x_run = StageRun<Elem<T>::kBytes>(a.x, walk.base * cols, count);
+      y_run = StageRun<Elem<T>::kBytes>(a.y, walk.base * cols, count);
+      stage_in<kStaging, kStagePasses<kStaging, K, R>>(a.x, a.x_end, x_run, stage, int(threadIdx.x & 31));
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         LoadedUnits<K> u;
-        take_staged<K>(staged_row(r), staged, walk.place, u);
+        take_staged<kStaging, K, Elem<T>::kBytes>(staged_row(x_run, r), walk.place, u);
         h[r].take(u, cols, walk.place, A(-INFINITY));
       }
+      // Mid-vector, y's elements may lie where other lanes' x elements were: every lane has
+      // taken its rows before any leaves its output.
+      if constexpr (kStaging == Staging::MidVector) __syncwarp();
     } else if constexpr (kPrefetch) {
       h[0].take(next, cols, walk.place, A(-INFINITY));
       const int64_t following = walk.base + walk.stride;
@@ -445,12 +450,14 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
         if constexpr (kOp == Forward::Dropout && kGeneric<T>) {
           keep_bits<K, V>(a.keys, uint64_t(first), cols, walk.place, live, bits[r]);
         }
-        finish_forward<T, Y, A, kOp, K, V, Held, kStaged, kPieces>(
+        finish_forward<T, Y, A, kOp, K, V, Held, kStaging, kPieces>(
             a, uint64_t(first), cols, live, walk.place, h[r], Shift<A>(shift_at[r]), f,
-            LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r], staged_row(r));
+            LogShift<A>::of(a.log_output<kOp>(), M[r], S[r]), bits[r], staged_row(y_run, r));
       }
     }
-    if constexpr (kStaged) stage_out<K * R>(a.y, walk.base * row_chunks, staged, stage, int(threadIdx.x & 31));
+    if constexpr (kStaged) {
+      stage_out<kStaging, kStagePasses<kStaging, K, R>>(a.y, y_run, stage, int(threadIdx.x & 31));
+    }
   }
   if constexpr (kBlock && kOp == Forward::FromStats) cluster_barrier_at_exit(shape.cluster);
 }

@@ -45,14 +45,20 @@ struct Launches {
     const SegmentWaves waves = kOp == Forward::Dropout ? kDropoutOrBackwardWaves<T> : SegmentWaves::Many;
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, false, true>, a, a.rows,
+        return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::None, true>, a, a.rows,
                                a.cols, plan, env, kName, Looping::WhenAlone, waves);
       }
     }
     if constexpr (kStageable<T, Y, kOp>) {
-      if (staged_rows(plan, a.cols * Elem<T>::kBytes, a.x, a.y)) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, true>, a, a.rows, a.cols,
-                               plan, env, kName, Looping::WhenAlone, waves);
+      switch (segment_staging(plan, a.cols * Elem<T>::kBytes, a.x, a.y)) {
+        case Staging::Aligned:
+          return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::Aligned>, a,
+                                 a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);
+        case Staging::MidVector:
+          return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::MidVector>, a,
+                                 a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);
+        case Staging::None:
+          break;
       }
     }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName,
@@ -79,7 +85,7 @@ struct Launches {
     }
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, false, false, true>, a, a.rows, a.cols,
+        return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, false, Staging::None, true>, a, a.rows, a.cols,
                                plan, env, kName, Looping::Never, SegmentWaves::Few, kForwardRealignInStage<T, kOp>);
       }
     }

@@ -83,6 +83,21 @@ inline bool staged_rows_allowed() {
   return v;
 }
 
+// The widest segment whose rows move through the warps' stages from mid-vector
+// (segment_staging); SOFTMAX_CUDA_STAGED_WIDTH=w (read once, for measuring) sets it to w (0:
+// none).
+constexpr int kStagedMidVectorWidth = 2;
+inline int staged_mid_vector_width() {
+  static const int v = [] {
+    const char* s = std::getenv("SOFTMAX_CUDA_STAGED_WIDTH");
+    if (s == nullptr || *s == '\0') return kStagedMidVectorWidth;
+    char* end = nullptr;
+    const long w = std::strtol(s, &end, 10);
+    return *end == '\0' && w >= 0 && w <= 32 ? int(w) : kStagedMidVectorWidth;
+  }();
+  return v;
+}
+
 // SOFTMAX_CUDA_RESIDENT_SPLIT (read once, for measuring and tests): 0 never runs the resident
 // split (split rows always run in waves); n in 1..4 holds n tiles per part (as many as fit in
 // the stash, if fewer) and fails a call whose rows it cannot hold rather than running the waves,
@@ -128,14 +143,21 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 
 }  // namespace launch_detail
 
-// Whether a segment plan's warps move their rows through a shared-memory stage
-// (warp_stage.cuh): segments of one or two lanes (whose vector accesses touch 16 or 32 rows, one
-// or two sectors of each) over rows that start and end on 16-byte boundaries in x and y. On the
-// H200 that ran rows of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns 7-29%;
-// four-lane segments (64 f32, 128 16-bit columns) ran 1-6% slower staged (backends/cuda/TUNING.md).
-inline bool staged_rows(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
-  return launch_detail::staged_rows_allowed() && plan.strategy == Strategy::Segment && plan.width <= 2 &&
-         row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+// How a segment plan's warps move their rows (warp_stage.cuh): segments of one or two lanes,
+// whose vector accesses touch 16 or 32 rows, one or two sectors of each, through a shared-memory
+// stage (aligned or mid-vector), wider ones by themselves. On the H200 the aligned stage ran rows
+// of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns 7-29%, and aligned four-lane
+// segments (64 f32, 128 16-bit columns) 1-6% slower. On an H100 the mid-vector stage ran f32 rows
+// of 3-31 columns 13-55% faster and 16-bit rows of 31-64 columns 27-78%; at four lanes and more
+// it gained at most 9% where the segment is half empty (f32 33, 65, 129 columns) and lost up to
+// 25% where it is full (f32 127, 255, 511; bf16 127, 255, 500) (backends/cuda/TUNING.md).
+inline cuda_kernels::Staging segment_staging(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
+  using cuda_kernels::Staging;
+  if (!launch_detail::staged_rows_allowed() || plan.strategy != Strategy::Segment) return Staging::None;
+  const bool aligned =
+      row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (aligned) return plan.width <= 2 ? Staging::Aligned : Staging::None;
+  return plan.width <= launch_detail::staged_mid_vector_width() ? Staging::MidVector : Staging::None;
 }
 
 // Dynamic shared memory of a block-mode launch (block and cluster plans) of a kernel that

@@ -3,10 +3,17 @@
 // w apart, so where w is small (one or two lanes: rows of up to 32 f32 or 64 16-bit columns)
 // each vector load or store of the warp touches 32 / w rows, one or two sectors of each, and the
 // L2 serves many partial requests per instruction (Nsight Compute: L2 throughput at 92% of peak
-// with DRAM at 73% for rows of 32 f32 columns). Where every row starts and ends on a 16-byte
-// boundary the warp's rows are one contiguous run of chunks: the warp loads (and stores) that
-// run with consecutive lanes on consecutive chunks, through a shared-memory stage, and each lane
-// takes (and leaves) its own chunks there in the segment's layout.
+// with DRAM at 73% for rows of 32 f32 columns). A row that starts mid-vector (a length that is
+// not a multiple of the vector, or a pointer off a 16-byte boundary) is worse still: its
+// segment realigns every chunk by shuffles, and its vectors straddle rows. But a warp's rows are
+// one contiguous run of elements whatever their length and alignment: the warp loads (and
+// stores) that run as the aligned 16-byte vectors that cover it, consecutive lanes on
+// consecutive vectors, through a shared-memory stage, and each lane takes (and leaves) its own
+// chunks there in the segment's layout. Where every row starts and ends on a 16-byte boundary
+// (Staging::Aligned) a chunk is one stage slot; otherwise (Staging::MidVector) a lane takes its
+// chunk from the two slots it straddles and leaves it element by element, the run's two end
+// vectors are stored element by element (their other elements belong to the neighbouring warps'
+// rows), and vectors that stick out of the whole array are loaded so.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,69 +26,146 @@
 namespace softmax_internal {
 namespace cuda_kernels {
 
+// How a segment kernel moves its warps' rows (register_rows_forward): by itself, or through
+// the stage with every row on 16-byte boundaries, or through the stage from mid-vector.
+enum class Staging { None, Aligned, MidVector };
+
 // The stage slot of a warp's chunk q: the chunk index with its low three bits XORed by the next
 // three, so that the lanes reading one chunk of consecutive rows (rows of 2-16 chunks) and the
-// lanes reading consecutive chunks both fall on distinct 16-byte bank groups.
+// lanes reading consecutive chunks both fall on distinct 16-byte bank groups. It stays within
+// q's aligned group of eight slots.
 __device__ __forceinline__ int stage_slot(int q) { return q ^ ((q >> 3) & 7); }
 
-// Chunks [first, first + count) of a 16-byte-aligned array into stage slots (count <= 32 * N),
-// lane l taking chunks l, l + 32, ... Every lane of the warp calls this together; the stage is
-// ready to read after it.
-template <int N>
-__device__ __forceinline__ void stage_in(const void* base, int64_t first, int count, Words* stage, int lane) {
-  const Words* src = static_cast<const Words*>(base) + first;
+// Slots of a warp's stage for segment kernels of K chunks and R rows a lane: the warp's rows hold
+// at most 32 * K * R chunks of elements, which straddle one vector more when they start
+// mid-vector, and stage_slot keeps that last vector within its group of eight.
+template <Staging S, int K, int R>
+constexpr int kStageSlots = 32 * K * R + (S == Staging::MidVector ? 8 : 0);
+
+// Passes of the warp over its run's vectors (32 a pass).
+template <Staging S, int K, int R>
+constexpr int kStagePasses = K * R + (S == Staging::MidVector ? 1 : 0);
+
+// A warp's run of rows in one array: elements [first, first + count), the first of them
+// `lead` elements past the 16-byte boundary it follows (stage element `lead` of slot 0).
+template <int ES>
+struct StageRun {
+  static constexpr int V = 16 / ES;
+  int64_t first;
+  int count;
+  int lead;
+  __device__ __forceinline__ StageRun(const void* base, int64_t first_, int count_) : first(first_), count(count_) {
+    lead = int((reinterpret_cast<uintptr_t>(base) + uintptr_t(first_) * ES) & 15) / ES;
+  }
+  // Vectors that cover the run.
+  __device__ __forceinline__ int vectors() const { return (lead + count + V - 1) / V; }
+  // The 16-byte boundary at or before element `first`.
+  __device__ __forceinline__ const char* vector0(const void* base) const {
+    return static_cast<const char*>(base) + (first - lead) * ES;
+  }
+};
+
+// The run's vectors of an array that ends at `end` into stage slots, lane l taking vectors l,
+// l + 32, ...; MidVector: vectors that stick out of the array are read element by element.
+// Every lane of the warp calls this together; the stage is ready to read after it.
+template <Staging S, int N, int ES>
+__device__ __forceinline__ void stage_in(const void* base, const char* end, const StageRun<ES>& run, Words* stage,
+                                         int lane) {
+  const char* v0 = run.vector0(base);
+  const RowBytes array{nullptr, 0, static_cast<const char*>(base), end};
+  const int n = run.vectors();
 #pragma unroll
   for (int j = 0; j < N; ++j) {
     const int q = j * 32 + lane;
-    if (q < count) stage[stage_slot(q)] = load16(src + q);
+    if (q < n) stage[stage_slot(q)] = load_unit<16, ES>(v0 + 16 * q, array, S == Staging::Aligned);
   }
   __syncwarp();
 }
 
-// Stage slots of chunks [0, count) out to chunks [first, first + count) of a 16-byte-aligned
-// array, lane l storing chunks l, l + 32, ... Every lane of the warp calls this together, after
-// writing its chunks; the stage may be refilled after it.
-template <int N>
-__device__ __forceinline__ void stage_out(void* base, int64_t first, int count, const Words* stage, int lane) {
+// The run's stage slots out to its vectors of an array, lane l storing vectors l, l + 32, ...;
+// MidVector: the first and last vectors, where the run starts or ends mid-vector, element by
+// element. Every lane of the warp calls this together, after leaving its chunks; the stage may
+// be refilled after it.
+template <Staging S, int N, int ES>
+__device__ __forceinline__ void stage_out(void* base, const StageRun<ES>& run, const Words* stage, int lane) {
+  constexpr int V = 16 / ES;
   __syncwarp();
-  Words* dst = static_cast<Words*>(base) + first;
+  char* v0 = const_cast<char*>(run.vector0(base));
+  const int n = run.vectors();
+  const int tail = run.lead + run.count - (n - 1) * V;  // elements of the run in the last vector
 #pragma unroll
   for (int j = 0; j < N; ++j) {
     const int q = j * 32 + lane;
-    if (q < count) store16(dst + q, stage[stage_slot(q)]);
+    if (q >= n) continue;
+    const Words w = stage[stage_slot(q)];
+    const int begin = q == 0 ? run.lead : 0, end = q == n - 1 ? tail : V;
+    if (S == Staging::Aligned || (begin == 0 && end == V)) {
+      store16(v0 + 16 * q, w);
+    } else {
+      store_chunk_elements<ES, 16>(v0 + 16 * q, 0, w, V, begin, end);
+    }
   }
   __syncwarp();
 }
 
-// One row's place in a warp's stage: its first chunk there and its length in chunks.
+// One row's place in a warp's stage: the stage element of its column 0, and its length.
 struct StagedRow {
   Words* stage;
   int first;
-  int chunks;
+  int cols;
 };
 
-// The thread's K chunks of a staged row as loaded units on 16-byte boundaries (realigning them
-// is a copy): chunk P of the row, zero words past the row or past the `count` chunks staged.
-template <int K>
-__device__ __forceinline__ void take_staged(const StagedRow& r, int count, const Place& p, LoadedUnits<K>& u) {
+// The thread's K chunks of a staged row as loaded units on 16-byte boundaries (the realigning
+// is done here): chunk P of the row from its stage elements, zero words for chunks past the row
+// and arbitrary elements past its last column.
+template <Staging S, int K, int ES>
+__device__ __forceinline__ void take_staged(const StagedRow& r, const Place& p, LoadedUnits<K>& u) {
+  constexpr int V = 16 / ES;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
-    const int q = r.first + P;
-    u.unit[k] = P < r.chunks && q < count ? r.stage[stage_slot(q)] : Words{{0, 0, 0, 0}};
+    const unsigned s = unsigned(r.first + P * V);
+    const int q = int(s / V), sh = int(s % V);
+    if (P * V >= r.cols) {
+      u.unit[k] = Words{{0, 0, 0, 0}};
+    } else if (S == Staging::Aligned) {
+      u.unit[k] = r.stage[stage_slot(q)];
+    } else {
+      u.unit[k] = sh == 0 ? r.stage[stage_slot(q)]
+                          : window16(r.stage[stage_slot(q)], r.stage[stage_slot(q + 1)], sh * ES);
+    }
   }
   u.extra = Words{{0, 0, 0, 0}};
   u.shift = 0;
   u.misaligned = false;
 }
 
-// The thread's K output chunks of a staged row into their slots (chunks past the row dropped).
-template <int K>
+// The thread's K output chunks of a staged row into their stage elements (columns past the row
+// dropped): whole slots where a chunk lies on one, element by element where it straddles two.
+template <Staging S, int K, int ES>
 __device__ __forceinline__ void leave_staged(const StagedRow& r, const Place& p, const Words (&c)[K]) {
+  constexpr int V = 16 / ES;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int P = p.chunk(k);
-    if (P < r.chunks) r.stage[stage_slot(r.first + P)] = c[k];
+    if (P * V >= r.cols) continue;
+    const unsigned s = unsigned(r.first + P * V);
+    if (S == Staging::Aligned || (s % V == 0 && (P + 1) * V <= r.cols)) {
+      r.stage[stage_slot(int(s / V))] = c[k];
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (P * V + j >= r.cols) break;
+      const unsigned e = s + j;
+      const int at = stage_slot(int(e / V)) * V + int(e % V);  // the element's index in the stage
+      if constexpr (ES == 4) {
+        reinterpret_cast<uint32_t*>(r.stage)[at] = c[k].w[j];
+      } else {
+        static_assert(ES == 2, "staged rows are f32 or 16-bit");
+        reinterpret_cast<uint16_t*>(r.stage)[at] = uint16_t(c[k].w[j >> 1] >> (16 * (j & 1)));
+      }
+    }
   }
 }
 

@@ -24,31 +24,50 @@ struct Case {
   bool log_softmax = false;
   size_t offset_elems = 0;  // shift x and y by this many elements (misaligned when odd)
   bool in_place = false;
+  size_t y_shift_elems = 0;  // shift y by this many elements more than x
 };
 
-// Runs one case on stream `s` and checks it; the seed is printed on failure.
+// Bytes of y's allocation past its last element, which the call must leave as they were.
+constexpr size_t kGuardBytes = 32;
+
+// Runs one case on stream `s` and checks it, and that no byte of y's allocation outside y was
+// written; the seed is printed on failure.
 void run_case(const Case& c, cudaStream_t s = nullptr) {
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " " << c.rows << "x" << c.cols
                                     << (c.log_softmax ? " log" : "") << " offset " << c.offset_elems
-                                    << (c.in_place ? " in-place" : "") << " seed " << seed);
+                                    << (c.in_place ? " in-place" : "") << " y shifted " << c.y_shift_elems
+                                    << " seed " << seed);
   const size_t n = c.rows * c.cols, es = element_size(c.dtype);
   const Buffer x = random_input(c.dtype, n, seed);
-  const size_t bytes = (n + c.offset_elems) * es;
+  const size_t y_offset = (c.offset_elems + (c.in_place ? 0 : c.y_shift_elems)) * es;
+  const size_t bytes = (n + c.offset_elems + c.y_shift_elems) * es + kGuardBytes;
   DeviceBytes dx(bytes), dy(bytes);
   ASSERT_NE(dx.p, nullptr);
   ASSERT_NE(dy.p, nullptr);
   void* xp = dx.at(c.offset_elems * es);
-  void* yp = c.in_place ? xp : dy.at(c.offset_elems * es);
+  const DeviceBytes& y_alloc = c.in_place ? dx : dy;
+  void* yp = y_alloc.at(y_offset);
+  CUDA_OK(poison(dx.p, bytes, s));
+  CUDA_OK(poison(dy.p, bytes, s));
   CUDA_OK(cudaMemcpyAsync(xp, x.data(), n * es, cudaMemcpyHostToDevice, s));
-  if (!c.in_place) CUDA_OK(poison(yp, n * es, s));
   const softmax_options o = cuda_options(s, c.log_softmax ? SOFTMAX_FLAG_LOG : 0u);
   ASSERT_ROWS_RUN_OR_REFUSED(softmax_rows(xp, yp, int64_t(c.rows), int64_t(c.cols), c.dtype, &o), int64_t(c.cols), es);
   Buffer y(c.dtype, n);
+  std::vector<unsigned char> around(bytes);
   CUDA_OK(cudaMemcpyAsync(y.data(), yp, n * es, cudaMemcpyDeviceToHost, s));
+  CUDA_OK(cudaMemcpyAsync(around.data(), y_alloc.p, bytes, cudaMemcpyDeviceToHost, s));
   CUDA_OK(cudaStreamSynchronize(s));
   EXPECT_TRUE(rows_match_reference(x, y, c.rows, c.cols, c.log_softmax,
                                    rows_to_check(c.rows, c.cols, seed)));
+  for (size_t b = 0; b < bytes; ++b) {
+    if (b >= y_offset && b < y_offset + n * es) continue;
+    if (around[b] != 0xFF) {
+      ADD_FAILURE() << "byte " << b << " of y's allocation, outside y (bytes " << y_offset << " to "
+                    << y_offset + n * es << "), was written";
+      break;
+    }
+  }
 }
 
 // Row counts chosen to be multiples of nothing (not of 2, 4, 32, 128 or the SM count) and to
@@ -102,6 +121,30 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
       run_case({t, 515, cols, false, chunk});
       run_case({t, 515, cols, false, 1});
       run_case({t, 515, cols, false, 0, true});
+    }
+  }
+}
+
+// Rows that start mid-vector (lengths that are not a multiple of the vector, pointers off a
+// 16-byte boundary, x and y at different offsets) in segments of every width: those of one or
+// two lanes move them through the warps' stages as the aligned vectors covering each warp's rows,
+// wider ones realign them by shuffles. Lone rows and partial warps, whose run ends mid-vector
+// inside the array or at its ends, log-softmax and in place. The ctest entries run them again
+// with every segment width staged (cuda.staged_every_width, SOFTMAX_CUDA_STAGED_WIDTH=32) and
+// with none (cuda.unstaged_rows, SOFTMAX_CUDA_STAGED_ROWS=0).
+TEST(CudaRowsStaged, MisalignedRowsOfEverySegmentWidth) {
+  REQUIRE_GPU();
+  for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
+    const size_t v = 16 / element_size(t);
+    for (size_t vectors : {1, 2, 3, 5, 8, 9, 13, 16, 17, 25, 32, 33, 63, 64, 65, 100, 127, 128}) {
+      for (size_t cols : {vectors * v - 1, vectors * v + 1, vectors * v}) {
+        run_case({t, 301, cols});
+        run_case({t, 1, cols, false, 3});
+        run_case({t, 7, cols, true, 1});
+        run_case({t, 131, cols, false, 1, false, 2});
+        run_case({t, 66, cols, false, 0, false, 1});
+        run_case({t, 33, cols, false, 1, true});
+      }
     }
   }
 }
