@@ -5,7 +5,7 @@
 # an H200 for tens of microseconds per pass); ELEMS_LOG2=28 gives them the benchmark's size (1 GiB
 # of f32), where some settings rank differently (backends/cuda/TUNING.md, "Segment grids").
 #
-#   LIB=build/libsoftmax.so.0 OUT=out CASES=default|mid|segment|LIST CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
+#   LIB=build/libsoftmax.so.0 OUT=out CASES=default|mid|segment|misaligned|LIST CONFIGS="default max256=SOFTMAX_CUDA_MAX_THREADS=256" \
 #     [BATCH=10] [ROUNDS=2] [ELEMS_LOG2=26] bash bench/tools/device_sweep.sh
 # BATCH=N times N calls back to back per sample (softmax_bench's steady rate; single calls carry
 # the host's launch); ROUNDS=N runs every setting N times, settings alternating, so that a drift of
@@ -40,6 +40,9 @@ case ${CASES:-default} in
     ;;
   segment)  # the segment plans' rows (up to 512 columns) of every family, type and phase
     CASES_LIST=$(IFS=,; echo "$(cases_for rows f32 16 32 33 64 100 127 128 128+1 256 512),$(cases_for log f32 128),$(cases_for rows bf16 32 127 128 512),$(cases_for rows f16 64),$(cases_for mixed bf16 32 512),$(cases_for dropout f32 128 512),$(cases_for dropout3 f32 128 512),$(cases_for dropout bf16 128),$(cases_for dropout3 bf16 256),$(cases_for bwd f32 128 512),$(cases_for bwd bf16 128),$(cases_for dbwd f32 128),$(cases_for dbwd bf16 128),$(cases_for stats f32 128)")
+    ;;
+  misaligned)  # segment rows that start mid-vector (odd lengths, pointers one element off) beside aligned ones
+    CASES_LIST=$(IFS=,; echo "$(cases_for rows f32 3 5 16 17 31 32 33 47 63 64 65 100 127 128 128+1 129 200 255 256 256+1 300 511 512 512+1),$(cases_for log f32 33 100),$(cases_for rows bf16 31 32 33 63 64+1 65 127 128 130 255 256 256+1 500 512),$(cases_for rows f16 33 128+1)")
     ;;
   mid)
     CASES_LIST=$(cases_for rows f32 2048 4096 8192 16384 32768 65536 131072),$(cases_for rows bf16 2048 4096 8192 16384 32768 65536)
