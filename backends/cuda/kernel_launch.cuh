@@ -74,7 +74,7 @@ inline int64_t segment_waves_override() {
 }
 
 // SOFTMAX_CUDA_STAGED_ROWS=0 (read once, for measuring and tests): segment kernels never move
-// their rows through a shared-memory stage (staged_rows).
+// their rows through a shared-memory stage (segment_staging).
 inline bool staged_rows_allowed() {
   static const bool v = [] {
     const char* s = std::getenv("SOFTMAX_CUDA_STAGED_ROWS");
@@ -148,9 +148,9 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 // stage (aligned or mid-vector), wider ones by themselves. On the H200 the aligned stage ran rows
 // of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns 7-29%, and aligned four-lane
 // segments (64 f32, 128 16-bit columns) 1-6% slower. On an H100 the mid-vector stage ran f32 rows
-// of 3-31 columns 13-55% faster and 16-bit rows of 31-64 columns 27-78%; at four lanes and more
-// it gained at most 9% where the segment is half empty (f32 33, 65, 129 columns) and lost up to
-// 25% where it is full (f32 127, 255, 511; bf16 127, 255, 500) (backends/cuda/TUNING.md).
+// of 3-31 columns 13-55% faster and 16-bit rows of 31-64 columns 10-77%; at four lanes and more
+// it gained at most 9% where the segment is half empty (f32 33, 65, 129 columns) and lost
+// 17-28% where it is full (f32 127, 255, 511; bf16 127, 255, 500) (backends/cuda/TUNING.md).
 inline cuda_kernels::Staging segment_staging(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
   using cuda_kernels::Staging;
   if (!launch_detail::staged_rows_allowed() || plan.strategy != Strategy::Segment) return Staging::None;
