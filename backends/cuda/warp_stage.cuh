@@ -140,6 +140,25 @@ __device__ __forceinline__ void take_staged(const StagedRow& r, const Place& p, 
   u.misaligned = false;
 }
 
+// Chunk P of a staged row's output, which starts at stage element s, element by element (its
+// columns past the row dropped).
+template <int ES>
+__device__ __forceinline__ void leave_elements(const StagedRow& r, int P, unsigned s, const Words& c) {
+  constexpr int V = 16 / ES;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (P * V + j >= r.cols) break;
+    const unsigned e = s + j;
+    const int at = stage_slot(int(e / V)) * V + int(e % V);  // the element's index in the stage
+    if constexpr (ES == 4) {
+      reinterpret_cast<uint32_t*>(r.stage)[at] = c.w[j];
+    } else {
+      static_assert(ES == 2, "staged rows are f32 or 16-bit");
+      reinterpret_cast<uint16_t*>(r.stage)[at] = uint16_t(c.w[j >> 1] >> (16 * (j & 1)));
+    }
+  }
+}
+
 // The thread's K output chunks of a staged row into their stage elements (columns past the row
 // dropped): whole slots where a chunk lies on one, element by element where it straddles two.
 template <Staging S, int K, int ES>
@@ -150,22 +169,13 @@ __device__ __forceinline__ void leave_staged(const StagedRow& r, const Place& p,
     const int P = p.chunk(k);
     if (P * V >= r.cols) continue;
     const unsigned s = unsigned(r.first + P * V);
-    if (S == Staging::Aligned || (s % V == 0 && (P + 1) * V <= r.cols)) {
-      r.stage[stage_slot(int(s / V))] = c[k];
-      continue;
-    }
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      if (P * V + j >= r.cols) break;
-      const unsigned e = s + j;
-      const int at = stage_slot(int(e / V)) * V + int(e % V);  // the element's index in the stage
-      if constexpr (ES == 4) {
-        reinterpret_cast<uint32_t*>(r.stage)[at] = c[k].w[j];
-      } else {
-        static_assert(ES == 2, "staged rows are f32 or 16-bit");
-        reinterpret_cast<uint16_t*>(r.stage)[at] = uint16_t(c[k].w[j >> 1] >> (16 * (j & 1)));
+    if constexpr (S == Staging::MidVector) {
+      if (s % V != 0 || (P + 1) * V > r.cols) {
+        leave_elements<ES>(r, P, s, c[k]);
+        continue;
       }
     }
+    r.stage[stage_slot(int(s / V))] = c[k];
   }
 }
 
