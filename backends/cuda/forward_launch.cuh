@@ -85,8 +85,9 @@ struct Launches {
     }
     if constexpr (kPiecesForm) {
       if (rows_in_pieces()) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, false, Staging::None, true>, a, a.rows, a.cols,
-                               plan, env, kName, Looping::Never, SegmentWaves::Few, kForwardRealignInStage<T, kOp>);
+        return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true, false, Staging::None, true>, a, a.rows,
+                               a.cols, plan, env, kName, Looping::Never, SegmentWaves::Few,
+                               kForwardRealignInStage<T, kOp>);
       }
     }
     return launch_register(register_rows_forward<T, Y, A, kOp, K, 1, true>, a, a.rows, a.cols, plan, env, kName,

@@ -415,6 +415,19 @@ __device__ __forceinline__ void store_piece(char* q, int o, const Words& c) {
   }
 }
 
+// The raw bits of element j (ES bytes) of a chunk's words.
+template <int ES>
+__device__ __forceinline__ uint64_t chunk_element_bits(const Words& c, int j) {
+  if constexpr (ES == 8) {
+    return uint64_t(c.w[2 * j]) | uint64_t(c.w[2 * j + 1]) << 32;
+  } else if constexpr (ES == 4) {
+    return c.w[j];
+  } else {
+    static_assert(ES == 2, "elements of 2, 4 or 8 bytes");
+    return (c.w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
+  }
+}
+
 // Stores elements [j_begin, j_end) of a logical chunk of UB bytes (raw bits of ES bytes each)
 // whose column is < cols.
 template <int ES, int UB>
@@ -425,15 +438,7 @@ __device__ __forceinline__ void store_chunk_elements(char* row, int L, const Wor
   for (int j = 0; j < V; ++j) {
     const int col = L * V + j;
     if (j < j_begin || j >= j_end || col >= cols) continue;
-    uint64_t e;
-    if constexpr (ES == 8) {
-      e = uint64_t(c.w[2 * j]) | uint64_t(c.w[2 * j + 1]) << 32;
-    } else if constexpr (ES == 4) {
-      e = c.w[j];
-    } else {
-      e = (c.w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
-    }
-    store_element(row + col * ES, e, ES);
+    store_element(row + col * ES, chunk_element_bits<ES>(c, j), ES);
   }
 }
 

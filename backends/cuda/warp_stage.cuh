@@ -128,11 +128,10 @@ __device__ __forceinline__ void take_staged(const StagedRow& r, const Place& p, 
     const int q = int(s / V), sh = int(s % V);
     if (P * V >= r.cols) {
       u.unit[k] = Words{{0, 0, 0, 0}};
-    } else if (S == Staging::Aligned) {
+    } else if (S == Staging::Aligned || sh == 0) {
       u.unit[k] = r.stage[stage_slot(q)];
     } else {
-      u.unit[k] = sh == 0 ? r.stage[stage_slot(q)]
-                          : window16(r.stage[stage_slot(q)], r.stage[stage_slot(q + 1)], sh * ES);
+      u.unit[k] = window16(r.stage[stage_slot(q)], r.stage[stage_slot(q + 1)], sh * ES);
     }
   }
   u.extra = Words{{0, 0, 0, 0}};
@@ -151,10 +150,10 @@ __device__ __forceinline__ void leave_elements(const StagedRow& r, int P, unsign
     const unsigned e = s + j;
     const int at = stage_slot(int(e / V)) * V + int(e % V);  // the element's index in the stage
     if constexpr (ES == 4) {
-      reinterpret_cast<uint32_t*>(r.stage)[at] = c.w[j];
+      reinterpret_cast<uint32_t*>(r.stage)[at] = uint32_t(chunk_element_bits<ES>(c, j));
     } else {
       static_assert(ES == 2, "staged rows are f32 or 16-bit");
-      reinterpret_cast<uint16_t*>(r.stage)[at] = uint16_t(c.w[j >> 1] >> (16 * (j & 1)));
+      reinterpret_cast<uint16_t*>(r.stage)[at] = uint16_t(chunk_element_bits<ES>(c, j));
     }
   }
 }
