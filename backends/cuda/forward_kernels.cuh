@@ -307,17 +307,33 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
   static_assert(!kPrefetch || kPrefetchNextRow<T, A, kOp, K, R, kBlock>, "no room to prefetch");
   constexpr bool kStaged = kStaging != Staging::None;
   static_assert(!kStaged || (kStageable<T, Y, kOp> && !kBlock && !kPrefetch), "no staged form");
-  Words* stage = nullptr;  // this warp's stage (kStaged)
+  // This warp's two stages (kStaged): the current group of rows in one while the next one's
+  // copies land in the other.
+  Words* stage = nullptr;
+  Words* stage_next = nullptr;
+  using Run = StageRun<Elem<T>::kBytes>;
+  constexpr int kPasses = kStagePasses<kStaging, K, R>;
   if constexpr (kStaged) {
-    __shared__ Words stage_slots[register_block_limit(false, K) / 32 * kStageSlots<kStaging, K, R>];
-    stage = stage_slots + (threadIdx.x >> 5) * kStageSlots<kStaging, K, R>;
+    __shared__ alignas(16) Words stage_slots[register_block_limit(false, K) / 32 * 2 * kStageSlots<kStaging, K, R>];
+    stage = stage_slots + (threadIdx.x >> 5) * 2 * kStageSlots<kStaging, K, R>;
+    stage_next = stage + kStageSlots<kStaging, K, R>;
   }
+  // The warp's group of rows from `first` on, in an array.
+  const auto run_at = [&](const void* base, int64_t first) {
+    const int64_t left = rows - first;
+    return Run(base, first * cols, int(left < int64_t(walk.step) * R ? left : int64_t(walk.step) * R) * cols);
+  };
   // The warp's current rows in x and y (kStaged), and where the thread's r-th row of them lies in
   // the stage: y's rows are left at y's alignment, which may differ from x's.
-  StageRun<Elem<T>::kBytes> x_run(a.x, 0, 0), y_run(a.y, 0, 0);
-  const auto staged_row = [&](const StageRun<Elem<T>::kBytes>& run, int r) {
+  Run x_run(a.x, 0, 0), y_run(a.y, 0, 0);
+  const auto staged_row = [&](const Run& run, int r) {
     return StagedRow{stage, (walk.in_group + r * walk.step) * cols + run.lead, cols};
   };
+  if constexpr (kStaged) {
+    if (walk.base < rows) {
+      stage_in_async<kStaging, kPasses>(a.x, a.x_end, run_at(a.x, walk.base), stage, int(threadIdx.x & 31));
+    }
+  }
   LoadedUnits<K> next;
   if constexpr (kPrefetch) {
     const bool live = walk.base < rows;
@@ -328,11 +344,18 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
     Held h[R];
     uint32_t bits[R][K];  // dropout's keep bits
     if constexpr (kStaged) {
-      const int64_t left = rows - walk.base;
-      const int count = int(left < int64_t(walk.step) * R ? left : int64_t(walk.step) * R) * cols;
-      x_run = StageRun<Elem<T>::kBytes>(a.x, walk.base * cols, count);
-      y_run = StageRun<Elem<T>::kBytes>(a.y, walk.base * cols, count);
-      stage_in<kStaging, kStagePasses<kStaging, K, R>>(a.x, a.x_end, x_run, stage, int(threadIdx.x & 31));
+      // The next group's copies go out before this group is waited for (an empty group past the
+      // last rows keeps the count of groups in flight).
+      const int64_t following = walk.base + walk.stride;
+      if (following < rows) {
+        stage_in_async<kStaging, kPasses>(a.x, a.x_end, run_at(a.x, following), stage_next, int(threadIdx.x & 31));
+      } else {
+        close_copy_group();
+      }
+      await_copy_groups(1);
+      __syncwarp();
+      x_run = run_at(a.x, walk.base);
+      y_run = run_at(a.y, walk.base);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         LoadedUnits<K> u;
@@ -456,7 +479,10 @@ __global__ void __launch_bounds__(register_block_limit(kBlock, K), segment_min_b
       }
     }
     if constexpr (kStaged) {
-      stage_out<kStaging, kStagePasses<kStaging, K, R>>(a.y, y_run, stage, int(threadIdx.x & 31));
+      stage_out<kStaging, kPasses>(a.y, y_run, stage, int(threadIdx.x & 31));
+      Words* const done = stage;
+      stage = stage_next;
+      stage_next = done;
     }
   }
   if constexpr (kBlock && kOp == Forward::FromStats) cluster_barrier_at_exit(shape.cluster);

@@ -157,24 +157,6 @@ __device__ __forceinline__ void unstash_held(const uint4* tile, Held& h) {
 // global to shared memory with `cp.async`, in the words stash_held would write: no registers hold
 // it in flight, so a block can have its next row's tiles on the way while it writes this row's.
 
-// 16 bytes from global to shared memory, past L1, asynchronously.
-__device__ __forceinline__ void copy_async16(uint4* dst, const void* src) {
-  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(src) : "memory");
-}
-// Closes the copies issued since the last call into one group (one tile).
-__device__ __forceinline__ void close_copy_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Waits until at most `pending` of the thread's groups are still in flight (at most 3 are kept:
-// more counts as 3, which only waits longer).
-__device__ __forceinline__ void await_copy_groups(int pending) {
-  switch (pending) {
-    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
-    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
-    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
-  }
-}
-
 // Whether a held tile keeps its 16-byte chunks as the bytes loaded (f32 values, 16-bit rows
 // packed), so that copied words are the held ones: not 16-bit rows held in 8-byte chunks
 // (Narrow), nor the run-time types of the generic kernels.

@@ -189,6 +189,24 @@ __device__ __forceinline__ void store4(void* p, uint32_t a) {
   asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(a) : "memory");
 }
 
+// 16 bytes from global to shared memory, past L1, asynchronously.
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(src) : "memory");
+}
+// Closes the copies issued since the last call into one group (one tile).
+__device__ __forceinline__ void close_copy_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` of the thread's groups are still in flight (at most 3 are kept:
+// more counts as 3, which only waits longer).
+__device__ __forceinline__ void await_copy_groups(int pending) {
+  switch (pending) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+  }
+}
+
 // One element of `bytes` bytes (1, 2, 4 or 8), from/to the low bits.
 __device__ __forceinline__ uint64_t load_element(const void* p, int bytes) {
   switch (bytes) {

@@ -13,7 +13,11 @@
 // (Staging::Aligned) a chunk is one stage slot; otherwise (Staging::MidVector) a lane takes its
 // chunk from the two slots it straddles and leaves it element by element, the run's two end
 // vectors are stored element by element (their other elements belong to the neighbouring warps'
-// rows), and vectors that stick out of the whole array are loaded so.
+// rows), and vectors that stick out of the whole array are loaded so. Each warp has two stages:
+// the next group's vectors are copied into one (`cp.async`, no registers held) while the warp
+// works on the rows in the other; with one, a warp's load, reduce and store ran one after the
+// other with nothing in flight between (on an H100, f32 rows of 31 columns at 73% of the copy
+// with one stage, 97% with two).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -35,6 +39,17 @@ enum class Staging { None, Aligned, MidVector };
 // lanes reading consecutive chunks both fall on distinct 16-byte bank groups. It stays within
 // q's aligned group of eight slots.
 __device__ __forceinline__ int stage_slot(int q) { return q ^ ((q >> 3) & 7); }
+
+// A stage slot's 16 bytes as one shared-memory access: Words is 4-byte aligned, so through it the
+// compiler splits every slot into four word accesses, each lane's four falling on banks that
+// the slot swizzle does not spread; through uint4 (16-byte aligned) it issues one vector access.
+__device__ __forceinline__ Words slot_at(const Words* stage, int slot) {
+  const uint4 v = reinterpret_cast<const uint4*>(stage)[slot];
+  return Words{{v.x, v.y, v.z, v.w}};
+}
+__device__ __forceinline__ void set_slot(Words* stage, int slot, const Words& w) {
+  reinterpret_cast<uint4*>(stage)[slot] = make_uint4(w.w[0], w.w[1], w.w[2], w.w[3]);
+}
 
 // Slots of a warp's stage for segment kernels of K chunks and R rows a lane: the warp's rows hold
 // at most 32 * K * R chunks of elements, which straddle one vector more when they start
@@ -65,21 +80,30 @@ struct StageRun {
   }
 };
 
-// The run's vectors of an array that ends at `end` into stage slots, lane l taking vectors l,
-// l + 32, ...; MidVector: vectors that stick out of the array are read element by element.
-// Every lane of the warp calls this together; the stage is ready to read after it.
+// Issues the copies of the run's vectors of an array that ends at `end` into stage slots, lane l
+// taking vectors l, l + 32, ..., as one group of asynchronous copies (`cp.async`, no registers
+// hold them in flight), so that a warp has its next rows on the way while it works on these;
+// MidVector: vectors that stick out of the array are read element by element, at once. The stage
+// is ready to read once the group has landed (await_copy_groups) and the warp has met
+// (__syncwarp).
 template <Staging S, int N, int ES>
-__device__ __forceinline__ void stage_in(const void* base, const char* end, const StageRun<ES>& run, Words* stage,
-                                         int lane) {
+__device__ __forceinline__ void stage_in_async(const void* base, const char* end, const StageRun<ES>& run,
+                                               Words* stage, int lane) {
   const char* v0 = run.vector0(base);
   const RowBytes array{nullptr, 0, static_cast<const char*>(base), end};
   const int n = run.vectors();
 #pragma unroll
   for (int j = 0; j < N; ++j) {
     const int q = j * 32 + lane;
-    if (q < n) stage[stage_slot(q)] = load_unit<16, ES>(v0 + 16 * q, array, S == Staging::Aligned);
+    if (q >= n) continue;
+    const char* v = v0 + 16 * q;
+    if (S == Staging::Aligned || (v >= array.begin && v + 16 <= array.end)) {
+      copy_async16(stage + stage_slot(q), v);
+    } else {
+      set_slot(stage, stage_slot(q), load_unit<16, ES>(v, array));
+    }
   }
-  __syncwarp();
+  close_copy_group();
 }
 
 // The run's stage slots out to its vectors of an array, lane l storing vectors l, l + 32, ...;
@@ -97,7 +121,7 @@ __device__ __forceinline__ void stage_out(void* base, const StageRun<ES>& run, c
   for (int j = 0; j < N; ++j) {
     const int q = j * 32 + lane;
     if (q >= n) continue;
-    const Words w = stage[stage_slot(q)];
+    const Words w = slot_at(stage, stage_slot(q));
     const int begin = q == 0 ? run.lead : 0, end = q == n - 1 ? tail : V;
     if (S == Staging::Aligned || (begin == 0 && end == V)) {
       store16(v0 + 16 * q, w);
@@ -129,9 +153,9 @@ __device__ __forceinline__ void take_staged(const StagedRow& r, const Place& p, 
     if (P * V >= r.cols) {
       u.unit[k] = Words{{0, 0, 0, 0}};
     } else if (S == Staging::Aligned || sh == 0) {
-      u.unit[k] = r.stage[stage_slot(q)];
+      u.unit[k] = slot_at(r.stage, stage_slot(q));
     } else {
-      u.unit[k] = window16(r.stage[stage_slot(q)], r.stage[stage_slot(q + 1)], sh * ES);
+      u.unit[k] = window16(slot_at(r.stage, stage_slot(q)), slot_at(r.stage, stage_slot(q + 1)), sh * ES);
     }
   }
   u.extra = Words{{0, 0, 0, 0}};
@@ -174,7 +198,7 @@ __device__ __forceinline__ void leave_staged(const StagedRow& r, const Place& p,
         continue;
       }
     }
-    r.stage[stage_slot(int(s / V))] = c[k];
+    set_slot(r.stage, stage_slot(int(s / V)), c[k]);
   }
 }
 
