@@ -115,13 +115,15 @@ SPLIT_FILTER='CudaRowsStrategies.*:CudaRowsInPlace.*:CudaRowsNonFinite.*:AllShap
   echo "rc=$?" >> "$L/split_waves_overlapped.log" ) &
 wait
 # The ctest entries cuda.unstaged_rows (segment kernels without their shared-memory stages) and
-# cuda.staged_every_width (every segment width's mid-vector rows staged), one after the other
-# beside the short suites below: beside the forced runs above, they pushed those past their
-# deadline.
-( for v in SOFTMAX_CUDA_STAGED_ROWS=0:unstaged_rows SOFTMAX_CUDA_STAGED_WIDTH=32:staged_every_width; do
-    env "${v%%:*}" timeout "$(cap 120)" "$CUDA_TESTS" --gtest_filter='CudaRowsStaged.*:AllShapes/*' \
-      > "$L/${v#*:}.log" 2>&1
-    echo "rc=$?" >> "$L/${v#*:}.log"
+# cuda.staged_every_width (every segment width's rows staged, aligned or not), one after the
+# other beside the short suites below: beside the forced runs above, they pushed those past
+# their deadline.
+( for v in unstaged_rows:SOFTMAX_CUDA_STAGED_ROWS=0 \
+    staged_every_width:SOFTMAX_CUDA_STAGED_WIDTH=32,SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=32; do
+    IFS=, read -r -a vars <<< "${v#*:}"
+    env "${vars[@]}" timeout "$(cap 120)" "$CUDA_TESTS" --gtest_filter='CudaRowsStaged.*:AllShapes/*' \
+      > "$L/${v%%:*}.log" 2>&1
+    echo "rc=$?" >> "$L/${v%%:*}.log"
   done ) &
 staged_runs=$!
 lb timeout "$(cap 90)" "$COMP_TESTS" > "$L/comparison_tests.log" 2>&1

@@ -50,7 +50,7 @@ struct Launches {
       }
     }
     if constexpr (kStageable<T, Y, kOp>) {
-      switch (segment_staging(plan, a.cols * Elem<T>::kBytes, a.x, a.y)) {
+      switch (segment_staging(plan, Elem<T>::kBytes, a.cols, a.x, a.y)) {
         case Staging::Aligned:
           return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::Aligned>, a,
                                  a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);

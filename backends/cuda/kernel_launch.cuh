@@ -83,18 +83,24 @@ inline bool staged_rows_allowed() {
   return v;
 }
 
-// The widest segment whose rows move through the warps' stages from mid-vector
-// (segment_staging); SOFTMAX_CUDA_STAGED_WIDTH=w (read once, for measuring) sets it to w (0:
-// none).
-constexpr int kStagedMidVectorWidth = 2;
-inline int staged_mid_vector_width() {
-  static const int v = [] {
-    const char* s = std::getenv("SOFTMAX_CUDA_STAGED_WIDTH");
-    if (s == nullptr || *s == '\0') return kStagedMidVectorWidth;
-    char* end = nullptr;
-    const long w = std::strtol(s, &end, 10);
-    return *end == '\0' && w >= 0 && w <= 32 ? int(w) : kStagedMidVectorWidth;
-  }();
+// The widest segments whose rows move through the warps' stages (segment_staging), aligned and
+// from mid-vector; SOFTMAX_CUDA_STAGED_WIDTH=w and SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=w (read once,
+// for measuring) set them to w (0: none).
+constexpr int kStagedAlignedWidth = 2;
+constexpr int staged_mid_vector_width_for(int elem_bytes) { return elem_bytes == 2 ? 8 : 32; }
+inline int width_from_env(const char* name, int fallback) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return fallback;
+  char* end = nullptr;
+  const long w = std::strtol(s, &end, 10);
+  return *end == '\0' && w >= 0 && w <= 32 ? int(w) : fallback;
+}
+inline int staged_mid_vector_width(int elem_bytes) {
+  static const int v = width_from_env("SOFTMAX_CUDA_STAGED_WIDTH", -1);
+  return v >= 0 ? v : staged_mid_vector_width_for(elem_bytes);
+}
+inline int staged_aligned_width() {
+  static const int v = width_from_env("SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH", kStagedAlignedWidth);
   return v;
 }
 
@@ -143,21 +149,24 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 
 }  // namespace launch_detail
 
-// How a segment plan's warps move their rows (warp_stage.cuh): segments of one or two lanes,
-// whose vector accesses touch 16 or 32 rows, one or two sectors of each, through a shared-memory
-// stage (aligned or mid-vector), wider ones by themselves. On the H200 the aligned stage ran rows
-// of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns 7-29%, and aligned four-lane
-// segments (64 f32, 128 16-bit columns) 1-6% slower. On an H100 the mid-vector stage ran f32 rows
-// of 3-31 columns 13-55% faster and 16-bit rows of 31-64 columns 10-77%; at four lanes and more
-// it gained at most 9% where the segment is half empty (f32 33, 65, 129 columns) and lost
-// 17-28% where it is full (f32 127, 255, 511; bf16 127, 255, 500) (backends/cuda/TUNING.md).
-inline cuda_kernels::Staging segment_staging(const Plan& plan, int64_t row_bytes, const void* x, const void* y) {
+// How a segment plan's warps move their rows (warp_stage.cuh): through a shared-memory stage
+// (aligned or mid-vector) or by themselves. Segments of one or two lanes, whose vector accesses
+// touch 16 or 32 rows, one or two sectors of each, stage their rows aligned or not: on the H200
+// the aligned stage ran rows of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns
+// 7-29%, and aligned four-lane segments (64 f32, 128 16-bit columns) 1-6% slower. Rows that start
+// mid-vector, whose segments realign every chunk by shuffles, are staged at every f32 width and
+// at up to eight lanes of 16-bit ones: with the stage read ahead, on an H100, f32 rows of 33-65
+// columns ran 20-31% faster so, 127-129 columns 7-17%, 255-513 up to 4%; bf16 rows of 65 and
+// 130 columns 19-20%, and at sixteen lanes bf16 rows of 257 and 500 columns 3-9% slower
+// (backends/cuda/TUNING.md).
+inline cuda_kernels::Staging segment_staging(const Plan& plan, int elem_bytes, int64_t cols, const void* x,
+                                             const void* y) {
   using cuda_kernels::Staging;
   if (!launch_detail::staged_rows_allowed() || plan.strategy != Strategy::Segment) return Staging::None;
-  const bool aligned =
-      row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  if (aligned) return plan.width <= 2 ? Staging::Aligned : Staging::None;
-  return plan.width <= launch_detail::staged_mid_vector_width() ? Staging::MidVector : Staging::None;
+  const bool aligned = cols * elem_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (aligned) return plan.width <= launch_detail::staged_aligned_width() ? Staging::Aligned : Staging::None;
+  return plan.width <= launch_detail::staged_mid_vector_width(elem_bytes) ? Staging::MidVector : Staging::None;
 }
 
 // Dynamic shared memory of a block-mode launch (block and cluster plans) of a kernel that

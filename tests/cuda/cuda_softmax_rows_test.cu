@@ -126,12 +126,12 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
 }
 
 // Rows that start mid-vector (lengths that are not a multiple of the vector, pointers off a
-// 16-byte boundary, x and y at different offsets) in segments of every width: those of one or
-// two lanes move them through the warps' stages as the aligned vectors covering each warp's rows,
-// wider ones realign them by shuffles. Lone rows and partial warps, whose run ends mid-vector
-// inside the array or at its ends, log-softmax and in place. The ctest entries run them again
-// with every segment width staged (cuda.staged_every_width, SOFTMAX_CUDA_STAGED_WIDTH=32) and
-// with none (cuda.unstaged_rows, SOFTMAX_CUDA_STAGED_ROWS=0).
+// 16-byte boundary, x and y at different offsets) in segments of every width: f32 segments and
+// 16-bit ones of up to eight lanes move them through the warps' stages as the aligned vectors
+// covering each warp's rows, wider ones realign them by shuffles. Lone rows and partial warps,
+// whose run ends mid-vector inside the array or at its ends, log-softmax and in place. The ctest
+// entries run them again with every segment width staged, aligned rows too
+// (cuda.staged_every_width) and with none (cuda.unstaged_rows, SOFTMAX_CUDA_STAGED_ROWS=0).
 TEST(CudaRowsStaged, MisalignedRowsOfEverySegmentWidth) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
