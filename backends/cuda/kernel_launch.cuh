@@ -87,7 +87,7 @@ inline bool staged_rows_allowed() {
 // from mid-vector; SOFTMAX_CUDA_STAGED_WIDTH=w and SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=w (read once,
 // for measuring) set them to w (0: none).
 constexpr int kStagedAlignedWidth = 2;
-constexpr int staged_mid_vector_width_for(int elem_bytes) { return elem_bytes == 2 ? 8 : 32; }
+constexpr int staged_mid_vector_width_for(int elem_bytes) { return elem_bytes == 2 ? 4 : 32; }
 inline int width_from_env(const char* name, int fallback) {
   const char* s = std::getenv(name);
   if (s == nullptr || *s == '\0') return fallback;
@@ -155,10 +155,10 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 // the aligned stage ran rows of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns
 // 7-29%, and aligned four-lane segments (64 f32, 128 16-bit columns) 1-6% slower. Rows that start
 // mid-vector, whose segments realign every chunk by shuffles, are staged at every f32 width and
-// at up to eight lanes of 16-bit ones: with the stage read ahead, on an H100, f32 rows of 33-65
-// columns ran 20-31% faster so, 127-129 columns 7-17%, 255-513 up to 4%; bf16 rows of 65 and
-// 130 columns 19-20%, and at sixteen lanes bf16 rows of 257 and 500 columns 3-9% slower
-// (backends/cuda/TUNING.md).
+// at up to four lanes of 16-bit ones: with the stage read ahead, on an H100, f32 rows of 33-65
+// columns ran 20-31% faster so, 127-129 columns 7-18%, 255-513 up to 4%; 16-bit rows of 65 and
+// 128 columns (one element off) 16-20%; at eight lanes bf16 rows of 130 columns 19% faster but
+// 256 one element off 9% slower, at sixteen 500 columns 3% slower (backends/cuda/TUNING.md).
 inline cuda_kernels::Staging segment_staging(const Plan& plan, int elem_bytes, int64_t cols, const void* x,
                                              const void* y) {
   using cuda_kernels::Staging;

@@ -127,7 +127,7 @@ TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
 
 // Rows that start mid-vector (lengths that are not a multiple of the vector, pointers off a
 // 16-byte boundary, x and y at different offsets) in segments of every width: f32 segments and
-// 16-bit ones of up to eight lanes move them through the warps' stages as the aligned vectors
+// 16-bit ones of up to four lanes move them through the warps' stages as the aligned vectors
 // covering each warp's rows, wider ones realign them by shuffles. Lone rows and partial warps,
 // whose run ends mid-vector inside the array or at its ends, log-softmax and in place. The ctest
 // entries run them again with every segment width staged, aligned rows too
