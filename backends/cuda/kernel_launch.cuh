@@ -83,25 +83,23 @@ inline bool staged_rows_allowed() {
   return v;
 }
 
-// The widest segments whose rows move through the warps' stages (segment_staging), aligned and
-// from mid-vector; SOFTMAX_CUDA_STAGED_WIDTH=w and SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=w (read once,
-// for measuring) set them to w (0: none).
-constexpr int kStagedAlignedWidth = 2;
-constexpr int staged_mid_vector_width_for(int elem_bytes) { return elem_bytes == 2 ? 4 : 32; }
-inline int width_from_env(const char* name, int fallback) {
+// The widest segment whose rows move through the warps' stages (segment_staging): f32 rows at
+// every width; 16-bit rows in segments of up to two lanes where they are aligned, four where
+// they start mid-vector. SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=w and SOFTMAX_CUDA_STAGED_WIDTH=w
+// (mid-vector) (read once, for measuring) set them to w for every type (0: none).
+constexpr int staged_width_for(int elem_bytes, bool aligned) { return elem_bytes == 4 ? 32 : aligned ? 2 : 4; }
+inline int width_from_env(const char* name) {
   const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return fallback;
+  if (s == nullptr || *s == '\0') return -1;
   char* end = nullptr;
   const long w = std::strtol(s, &end, 10);
-  return *end == '\0' && w >= 0 && w <= 32 ? int(w) : fallback;
+  return *end == '\0' && w >= 0 && w <= 32 ? int(w) : -1;
 }
-inline int staged_mid_vector_width(int elem_bytes) {
-  static const int v = width_from_env("SOFTMAX_CUDA_STAGED_WIDTH", -1);
-  return v >= 0 ? v : staged_mid_vector_width_for(elem_bytes);
-}
-inline int staged_aligned_width() {
-  static const int v = width_from_env("SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH", kStagedAlignedWidth);
-  return v;
+inline int staged_width(int elem_bytes, bool aligned) {
+  static const int aligned_env = width_from_env("SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH");
+  static const int mid_vector_env = width_from_env("SOFTMAX_CUDA_STAGED_WIDTH");
+  const int env = aligned ? aligned_env : mid_vector_env;
+  return env >= 0 ? env : staged_width_for(elem_bytes, aligned);
 }
 
 // SOFTMAX_CUDA_RESIDENT_SPLIT (read once, for measuring and tests): 0 never runs the resident
@@ -151,22 +149,24 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 
 // How a segment plan's warps move their rows (warp_stage.cuh): through a shared-memory stage
 // (aligned or mid-vector) or by themselves. Segments of one or two lanes, whose vector accesses
-// touch 16 or 32 rows, one or two sectors of each, stage their rows aligned or not: on the H200
-// the aligned stage ran rows of 4-32 f32 columns 5-38% faster and 16-bit rows of 8-64 columns
-// 7-29%, and aligned four-lane segments (64 f32, 128 16-bit columns) 1-6% slower. Rows that start
-// mid-vector, whose segments realign every chunk by shuffles, are staged at every f32 width and
-// at up to four lanes of 16-bit ones: with the stage read ahead, on an H100, f32 rows of 33-65
-// columns ran 20-31% faster so, 127-129 columns 7-18%, 255-513 up to 4%; 16-bit rows of 65 and
-// 128 columns (one element off) 16-20%; at eight lanes bf16 rows of 130 columns 19% faster but
-// 256 one element off 9% slower, at sixteen 500 columns 3% slower (backends/cuda/TUNING.md).
+// touch 16 or 32 rows, one or two sectors of each, stage their rows aligned or not: on the H200,
+// with one stage a warp, the aligned stage ran rows of 4-32 f32 columns 5-38% faster and 16-bit
+// rows of 8-64 columns 7-29%, and aligned four-lane segments (64 f32, 128 16-bit columns) 1-6%
+// slower. With the stage read ahead, on an H100: f32 rows at every width, aligned ones 0.7-1%
+// faster staged (300 columns, a part-empty segment of 32 lanes, 6%) and those that start
+// mid-vector (realigned by shuffles otherwise) 20-31% at 33-65 columns, 7-18% at 127-129, up to
+// 4% at 255-513; 16-bit rows that start mid-vector 16-20% at four lanes (65 columns, 128 one
+// element off), but at eight lanes bf16 256 columns one element off 9% slower (130 columns 19%
+// faster) and at sixteen 500 columns 3% slower; aligned 16-bit rows past two lanes within 0.3%
+// (backends/cuda/TUNING.md).
 inline cuda_kernels::Staging segment_staging(const Plan& plan, int elem_bytes, int64_t cols, const void* x,
                                              const void* y) {
   using cuda_kernels::Staging;
   if (!launch_detail::staged_rows_allowed() || plan.strategy != Strategy::Segment) return Staging::None;
   const bool aligned = cols * elem_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  if (aligned) return plan.width <= launch_detail::staged_aligned_width() ? Staging::Aligned : Staging::None;
-  return plan.width <= launch_detail::staged_mid_vector_width(elem_bytes) ? Staging::MidVector : Staging::None;
+  if (plan.width > launch_detail::staged_width(elem_bytes, aligned)) return Staging::None;
+  return aligned ? Staging::Aligned : Staging::MidVector;
 }
 
 // Dynamic shared memory of a block-mode launch (block and cluster plans) of a kernel that

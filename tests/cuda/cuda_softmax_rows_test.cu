@@ -106,11 +106,11 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_log" : "");
     });
 
-// Rows of whole 16-byte chunks that a segment of one or two lanes holds move through the warps'
-// shared-memory stage (warp_stage.cuh): every such length and those of four-lane segments (not
-// staged), row counts that leave a warp's last rows empty, log-softmax, in place, and x and y one
-// chunk off (still on 16-byte boundaries, staged) or one element off (not staged).
-// SOFTMAX_CUDA_STAGED_ROWS=0 runs the same calls through the unstaged kernels.
+// Rows of whole 16-byte chunks in segments of one to four lanes, which move through the warps'
+// shared-memory stage (warp_stage.cuh; 16-bit rows of four lanes by themselves): every such
+// length, row counts that leave a warp's last rows empty, log-softmax, in place, and x and y one
+// chunk off (still on 16-byte boundaries, the aligned stage) or one element off (the mid-vector
+// stage). SOFTMAX_CUDA_STAGED_ROWS=0 runs the same calls through the unstaged kernels.
 TEST(CudaRowsStaged, EveryNarrowSegmentLength) {
   REQUIRE_GPU();
   for (softmax_dtype t : {SOFTMAX_DTYPE_F32, SOFTMAX_DTYPE_F16, SOFTMAX_DTYPE_BF16}) {
