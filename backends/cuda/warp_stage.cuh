@@ -40,9 +40,8 @@ enum class Staging { None, Aligned, MidVector };
 // q's aligned group of eight slots.
 __device__ __forceinline__ int stage_slot(int q) { return q ^ ((q >> 3) & 7); }
 
-// A stage slot's 16 bytes as one shared-memory access: Words is 4-byte aligned, so through it the
-// compiler splits every slot into four word accesses, each lane's four falling on banks that
-// the slot swizzle does not spread; through uint4 (16-byte aligned) it issues one vector access.
+// A stage slot's 16 bytes as one 16-byte shared-memory access (through Words, 4-byte aligned,
+// the compiler would issue four word accesses); the stage is 16-byte aligned for its copies.
 __device__ __forceinline__ Words slot_at(const Words* stage, int slot) {
   const uint4 v = reinterpret_cast<const uint4*>(stage)[slot];
   return Words{{v.x, v.y, v.z, v.w}};
