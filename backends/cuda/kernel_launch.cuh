@@ -152,7 +152,7 @@ Outcome with_workspace(const LaunchEnv& env, size_t bytes, F&& launch) {
 // touch 16 or 32 rows, one or two sectors of each, stage their rows aligned or not: on the H200,
 // with one stage a warp, the aligned stage ran rows of 4-32 f32 columns 5-38% faster and 16-bit
 // rows of 8-64 columns 7-29%, and aligned four-lane segments (64 f32, 128 16-bit columns) 1-6%
-// slower. With the stage read ahead, on an H100: f32 rows at every width, aligned ones 0.7-1%
+// slower. With the stage read ahead, on an H100: f32 rows at every width, aligned ones 0-1%
 // faster staged (300 columns, a part-empty segment of 32 lanes, 6%) and those that start
 // mid-vector (realigned by shuffles otherwise) 20-31% at 33-65 columns, 7-18% at 127-129, up to
 // 4% at 255-513; 16-bit rows that start mid-vector 16-20% at four lanes (65 columns, 128 one
