@@ -283,8 +283,8 @@ template <class T, int K>
 constexpr bool kForwardOneShift = !kNarrow<T> || K > 4;
 
 // Whether a forward kernel has a staged form (warp_stage.cuh): softmax and log-softmax segments
-// whose output has the input's type. The launcher runs it for segments of one or two lanes,
-// aligned or mid-vector (segment_staging).
+// whose output has the input's type. The launcher picks the aligned or the mid-vector form, or
+// none, by the segment's width, the element size and the alignment (segment_staging).
 template <class T, class Y, Forward kOp>
 constexpr bool kStageable = kOp == Forward::Softmax && !kGeneric<T> && std::is_same_v<T, Y>;
 

@@ -43,26 +43,23 @@ struct Launches {
   template <int K, int R>
   Outcome segment(const Plan& plan) const {
     const SegmentWaves waves = kOp == Forward::Dropout ? kDropoutOrBackwardWaves<T> : SegmentWaves::Many;
+    const auto run = [&](auto kernel) {
+      return launch_register(kernel, a, a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);
+    };
     if constexpr (kPiecesForm) {
-      if (rows_in_pieces()) {
-        return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::None, true>, a, a.rows,
-                               a.cols, plan, env, kName, Looping::WhenAlone, waves);
-      }
+      if (rows_in_pieces()) return run(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::None, true>);
     }
     if constexpr (kStageable<T, Y, kOp>) {
       switch (segment_staging(plan, Elem<T>::kBytes, a.cols, a.x, a.y)) {
         case Staging::Aligned:
-          return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::Aligned>, a,
-                                 a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);
+          return run(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::Aligned>);
         case Staging::MidVector:
-          return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::MidVector>, a,
-                                 a.rows, a.cols, plan, env, kName, Looping::WhenAlone, waves);
+          return run(register_rows_forward<T, Y, A, kOp, K, R, false, false, Staging::MidVector>);
         case Staging::None:
           break;
       }
     }
-    return launch_register(register_rows_forward<T, Y, A, kOp, K, R, false>, a, a.rows, a.cols, plan, env, kName,
-                           Looping::WhenAlone, waves);
+    return run(register_rows_forward<T, Y, A, kOp, K, R, false>);
   }
   // softmax_dropout's blocks ran slower on a looping grid. Where at most two blocks fit on an SM
   // (352 threads and more at 64 registers), the kernel with room for it prefetches the next row

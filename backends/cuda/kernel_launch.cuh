@@ -43,6 +43,15 @@ inline int64_t env_tiles(const char* name, int64_t fallback) {
   return n >= 1 && n <= 1024 ? int64_t(n) : fallback;
 }
 
+// The whole number in environment variable `name` (0 to `most`), else -1 (unset or invalid).
+inline int env_count(const char* name, int most) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return -1;
+  char* end = nullptr;
+  const long n = std::strtol(s, &end, 10);
+  return *end == '\0' && n >= 0 && n <= most ? int(n) : -1;
+}
+
 // Tiles per split part at least (SOFTMAX_CUDA_SPLIT_MIN_TILES, for tuning; 4 by default: on the
 // H200 one tile per part ran 256 x 1M f32 at 1.43 TB/s, eight at 1.84 TB/s, but left a single
 // 2^20 row on 32 blocks).
@@ -63,13 +72,7 @@ inline int64_t split_piece_tiles_override() {
 // waves, 0 gives every group of rows its own block; -1 (unset or invalid) keeps the launchers'
 // choice.
 inline int64_t segment_waves_override() {
-  static const int64_t v = [] {
-    const char* s = std::getenv("SOFTMAX_CUDA_SEGMENT_WAVES");
-    if (s == nullptr || *s == '\0') return int64_t{-1};
-    char* end = nullptr;
-    const long n = std::strtol(s, &end, 10);
-    return *end == '\0' && n >= 0 && n <= 1024 ? int64_t(n) : int64_t{-1};
-  }();
+  static const int64_t v = env_count("SOFTMAX_CUDA_SEGMENT_WAVES", 1024);
   return v;
 }
 
@@ -88,16 +91,9 @@ inline bool staged_rows_allowed() {
 // they start mid-vector. SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH=w and SOFTMAX_CUDA_STAGED_WIDTH=w
 // (mid-vector) (read once, for measuring) set them to w for every type (0: none).
 constexpr int staged_width_for(int elem_bytes, bool aligned) { return elem_bytes == 4 ? 32 : aligned ? 2 : 4; }
-inline int width_from_env(const char* name) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return -1;
-  char* end = nullptr;
-  const long w = std::strtol(s, &end, 10);
-  return *end == '\0' && w >= 0 && w <= 32 ? int(w) : -1;
-}
 inline int staged_width(int elem_bytes, bool aligned) {
-  static const int aligned_env = width_from_env("SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH");
-  static const int mid_vector_env = width_from_env("SOFTMAX_CUDA_STAGED_WIDTH");
+  static const int aligned_env = env_count("SOFTMAX_CUDA_STAGED_ALIGNED_WIDTH", 32);
+  static const int mid_vector_env = env_count("SOFTMAX_CUDA_STAGED_WIDTH", 32);
   const int env = aligned ? aligned_env : mid_vector_env;
   return env >= 0 ? env : staged_width_for(elem_bytes, aligned);
 }
