@@ -181,8 +181,35 @@ __device__ __forceinline__ void leave_elements(const StagedRow& r, int P, unsign
   }
 }
 
+// A whole output chunk that starts at stage element s, s % V != 0, into the two slots it
+// straddles: word by word where it starts on a 4-byte boundary (f32, 16-bit at an even shift),
+// else element by element; each word's place is one of two slot addresses and an offset, not
+// the stage index of each element that leave_elements derives.
+template <int ES>
+__device__ __forceinline__ void leave_straddling(const StagedRow& r, unsigned s, const Words& c) {
+  constexpr int V = 16 / ES;
+  const int q = int(s / V);
+  const int b = int(s % V) * ES;  // the chunk's first byte within slot q
+  char* const lo = reinterpret_cast<char*>(r.stage + stage_slot(q));
+  char* const hi = reinterpret_cast<char*>(r.stage + stage_slot(q + 1)) - 16;  // lo's bytes 16.. lie here
+  if (ES == 4 || b % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int at = b + 4 * i;
+      *reinterpret_cast<uint32_t*>((at < 16 ? lo : hi) + at) = c.w[i];
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int at = b + ES * j;
+      *reinterpret_cast<uint16_t*>((at < 16 ? lo : hi) + at) = uint16_t(chunk_element_bits<ES>(c, j));
+    }
+  }
+}
+
 // The thread's K output chunks of a staged row into their stage elements (columns past the row
-// dropped): whole slots where a chunk lies on one, element by element where it straddles two.
+// dropped): whole slots where a chunk lies on one, word by word where it straddles two, element
+// by element where the row ends within it.
 template <Staging S, int K, int ES>
 __device__ __forceinline__ void leave_staged(const StagedRow& r, const Place& p, const Words (&c)[K]) {
   constexpr int V = 16 / ES;
@@ -192,8 +219,12 @@ __device__ __forceinline__ void leave_staged(const StagedRow& r, const Place& p,
     if (P * V >= r.cols) continue;
     const unsigned s = unsigned(r.first + P * V);
     if constexpr (S == Staging::MidVector) {
-      if (s % V != 0 || (P + 1) * V > r.cols) {
+      if ((P + 1) * V > r.cols) {
         leave_elements<ES>(r, P, s, c[k]);
+        continue;
+      }
+      if (s % V != 0) {
+        leave_straddling<ES>(r, s, c[k]);
         continue;
       }
     }
