@@ -11,7 +11,7 @@
 // consecutive vectors, through a shared-memory stage, and each lane takes (and leaves) its own
 // chunks there in the segment's layout. Where every row starts and ends on a 16-byte boundary
 // (Staging::Aligned) a chunk is one stage slot; otherwise (Staging::MidVector) a lane takes its
-// chunk from the two slots it straddles and leaves it element by element, the run's two end
+// chunk from the two slots it straddles and leaves it word by word, the run's two end
 // vectors are stored element by element (their other elements belong to the neighbouring warps'
 // rows), and vectors that stick out of the whole array are loaded so. Each warp has two stages:
 // the next group's vectors are copied into one (`cp.async`, no registers held) while the warp
