@@ -35,14 +35,6 @@ constexpr int64_t kMaxSegmentBlocks = int64_t{1} << 30;  // grids stay within gr
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The tile count in environment variable `name` (1 to 1024), else `fallback`: the split knobs
-// below, each read once per process.
-inline int64_t env_tiles(const char* name, int64_t fallback) {
-  const char* s = std::getenv(name);
-  const long n = s != nullptr ? std::atol(s) : 0;
-  return n >= 1 && n <= 1024 ? int64_t(n) : fallback;
-}
-
 // The whole number in environment variable `name` (0 to `most`), else -1 (unset or invalid).
 inline int env_count(const char* name, int most) {
   const char* s = std::getenv(name);
@@ -50,6 +42,13 @@ inline int env_count(const char* name, int most) {
   char* end = nullptr;
   const long n = std::strtol(s, &end, 10);
   return *end == '\0' && n >= 0 && n <= most ? int(n) : -1;
+}
+
+// The tile count in environment variable `name` (1 to 1024), else `fallback`: the split knobs
+// below, each read once per process.
+inline int64_t env_tiles(const char* name, int64_t fallback) {
+  const int n = env_count(name, 1024);
+  return n >= 1 ? int64_t(n) : fallback;
 }
 
 // Tiles per split part at least (SOFTMAX_CUDA_SPLIT_MIN_TILES, for tuning; 4 by default: on the
