@@ -54,7 +54,7 @@ constexpr int kBackwardMaxCluster = kOp != Backward::Full ? 8 : kChunkElems<T> =
 template <class T, class Y, class A, Backward kOp, bool kFull>
 Outcome launch_family(const BackwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 2, kFull, true, false, max_chunks(kChunkElems<T>, 2), kBackwardMaxCluster<T, kOp>,
-                        SmallBlockClusters::None, 0, false>(
+                        SmallBlockClusters::None, 0, false, false>(
       a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 

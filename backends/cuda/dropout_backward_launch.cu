@@ -61,7 +61,7 @@ Outcome launch_family(const DropoutBackwardArgs& a, const LaunchEnv& env) {
   // run rows of blocks that would be alone on their SM as clusters of small blocks.
   constexpr SmallBlockClusters kSmall = kFull ? SmallBlockClusters::LoneBlocks : SmallBlockClusters::None;
   return launch_plan_of<kChunkElems<T>, 2, kFull, true, false, max_chunks(kChunkElems<T>, 2), 8, kSmall, 0,
-                        false>(a.cols, Launches<T, A>{a, env}, env);
+                        false, false>(a.cols, Launches<T, A>{a, env}, env);
 }
 
 }  // namespace

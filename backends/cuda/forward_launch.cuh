@@ -158,11 +158,18 @@ constexpr bool kForwardTrim =
 template <bool kFull>
 constexpr int kForwardMaxCluster = kFull ? 16 : 8;
 
+// Whether a forward family has segments of three chunks a lane: f32 softmax rows, which run
+// through the stage (warp_stage.cuh) at every segment width, where a lane's cost follows the
+// chunks it holds, past the row or not.
+template <class T, class Y, Forward kOp>
+constexpr bool kForwardSegmentThree = kStageable<T, Y, kOp> && std::is_same_v<T, float>;
+
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {
   return launch_plan_of<kChunkElems<T>, 1, kFull, kOp == Forward::Dropout, kOp == Forward::Softmax,
                         kForwardSegmentChunks<T, kOp>, kForwardMaxCluster<kFull>, kForwardSmallBlocks<T, kOp>,
-                        kForwardWideTieBlocks<T, Y, kOp>, kForwardTrim<T, kOp, kFull>>(
+                        kForwardWideTieBlocks<T, Y, kOp>, kForwardTrim<T, kOp, kFull>,
+                        kForwardSegmentThree<T, Y, kOp>>(
       a.cols, Launches<T, Y, A, kOp>{a, env}, env);
 }
 

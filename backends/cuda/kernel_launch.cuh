@@ -460,9 +460,13 @@ Outcome launch_resident_split(void (*kernel)(Args, cuda_kernels::ResidentSplit<P
 }
 
 // Runs l.template segment<K, R>(plan) for the instantiated segment shape with K == plan.k
-// (R = segment_rows(K, KR); a reduced family has only the smallest and largest K).
-template <int KMAX, int KR, bool kFull, class L, int K = 1>
+// (R = segment_rows(K, KR); a reduced family has only the smallest and largest power of two,
+// kThree families K = 3 too).
+template <int KMAX, int KR, bool kFull, bool kThree, class L, int K = 1>
 Outcome for_segment_shape(const Plan& plan, const L& l) {
+  if constexpr (kThree && K == 1) {
+    if (plan.k == 3) return l.template segment<3, segment_rows(3, KR)>(plan);
+  }
   if constexpr (K > KMAX) {
     return Outcome::fail(SOFTMAX_STATUS_INTERNAL_ERROR,
                          "no segment kernel holds " + std::to_string(plan.k) + " chunks per thread");
@@ -470,7 +474,7 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
     if constexpr (kFull || K == 1 || K == KMAX) {
       if (plan.k == K) return l.template segment<K, segment_rows(K, KR)>(plan);
     }
-    return for_segment_shape<KMAX, KR, kFull, L, K * 2>(plan, l);
+    return for_segment_shape<KMAX, KR, kFull, kThree, L, K * 2>(plan, l);
   }
 }
 
@@ -478,9 +482,9 @@ Outcome for_segment_shape(const Plan& plan, const L& l) {
 // and cluster plans, K = max_chunks, wide_chunks, warp_chunks or trim_chunks; wide_chunks only
 // with kWideFirst) and split(). kWideFirst, kSegmentChunks, kMaxCluster, kSmall and
 // kWideTieBlocks: see kernel_family; kPacked16 (softmax rows): wide_chunks and warp_chunks;
-// kTrim: the family has a block kernel of trim_chunks.
+// kTrim: the family has a block kernel of trim_chunks; kSegmentThree: segments of three chunks.
 template <int kChunkElems, int kArrays, bool kFull, bool kWideFirst, bool kPacked16, int kSegmentChunks,
-          int kMaxCluster, SmallBlockClusters kSmall, int kWideTieBlocks, bool kTrim, class L>
+          int kMaxCluster, SmallBlockClusters kSmall, int kWideTieBlocks, bool kTrim, bool kSegmentThree, class L>
 Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   constexpr int KMAX = max_chunks(kChunkElems, kArrays);
   constexpr int KWIDE = wide_chunks(kChunkElems, kArrays, kPacked16);
@@ -489,12 +493,12 @@ Outcome launch_plan_of(int64_t cols, const L& l, const LaunchEnv& env) {
   Plan plan;
   if (Outcome o = make_plan(cols, kChunkElems,
                             kernel_family(kChunkElems, kArrays, kFull, kWideFirst, KWIDE, kSegmentChunks, kMaxCluster,
-                                          kSmall, kWideTieBlocks, KTRIM),
+                                          kSmall, kWideTieBlocks, KTRIM, kSegmentThree),
                             *env.limits, &plan);
       !o.good())
     return o;
   switch (plan.strategy) {
-    case Strategy::Segment: return for_segment_shape<KMAX, kSegmentChunks, kFull>(plan, l);
+    case Strategy::Segment: return for_segment_shape<KMAX, kSegmentChunks, kFull, kSegmentThree>(plan, l);
     case Strategy::Block:
     case Strategy::Cluster:
       if (plan.k == KWIDE) return l.template block<KWIDE>(plan);

@@ -51,16 +51,29 @@ int pow2_at_least(int64_t n) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int round_up32(int64_t n) { return int((n + 31) / 32 * 32); }
 
-// The segment shape with the most chunks per thread that the row fills (each lane then folds
-// more of its row before the shuffles, which cost the same per row whatever K is), on the
-// narrowest segment that holds the row; rows shorter than that K take several rows per lane.
+// The segment shape whose lanes hold the fewest chunks past the row (the exps and the stage's
+// moves of a lane cost the same for chunks past the row as for the row's), on the narrowest
+// segment that holds the row; of shapes that hold as many, the one with the most chunks per
+// thread that the row fills (each lane then folds more of its row before the shuffles, which
+// cost the same per row whatever K is); rows shorter than that K take several rows per lane.
+// With K a power of two every K up to the row's chunks holds the same (the power of two at or
+// above them), so the largest such K is taken.
 bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p) {
-  const int kmax = f.segment_k[f.segments - 1];
-  if (chunks > int64_t(max_width) * kmax) return false;
-  int i = f.segments - 1;
-  while (i > 0 && f.segment_k[i] > chunks) --i;
-  const int k = f.segment_k[i];
-  *p = Plan{Strategy::Segment, k, f.segment_r[i], pow2_at_least(ceil_div(chunks, k)), 0, 1};
+  int best = -1;
+  int64_t best_held = 0;
+  for (int i = 0; i < f.segments; ++i) {
+    const int k = f.segment_k[i];
+    if (i > 0 && k > chunks) continue;
+    const int64_t width = pow2_at_least(ceil_div(chunks, k));
+    if (width > max_width) continue;
+    if (best < 0 || width * k <= best_held) {
+      best = i;
+      best_held = width * k;
+    }
+  }
+  if (best < 0) return false;
+  const int k = f.segment_k[best];
+  *p = Plan{Strategy::Segment, k, f.segment_r[best], pow2_at_least(ceil_div(chunks, k)), 0, 1};
   return true;
 }
 
@@ -155,11 +168,17 @@ bool small_block_cluster_plan(int64_t chunks, const KernelFamily& f, int block, 
 }  // namespace
 
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k) {
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k,
+                           bool segment_three) {
   const int kmax = max_chunks(chunk_elems, arrays);
   KernelFamily f{};
   for (int k = 1; k <= kmax; k *= 2) {
     if (!full && k != 1 && k != kmax) continue;
+    if (segment_three && k == 4) {
+      f.segment_k[f.segments] = 3;
+      f.segment_r[f.segments] = segment_rows(3, segment_chunks);
+      ++f.segments;
+    }
     f.segment_k[f.segments] = k;
     f.segment_r[f.segments] = segment_rows(k, segment_chunks);
     ++f.segments;

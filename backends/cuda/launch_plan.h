@@ -93,14 +93,14 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
 // segment shapes (K chunks per thread per array, R = segment_rows(K, segment_chunks) rows per
-// segment at a time) in increasing K up to max_chunks, all of them (full) or the smallest and
-// largest (reduced), a block kernel of max_chunks and one of wide_chunks for longer rows and
+// segment at a time) in increasing K, the powers of two up to max_chunks, all of them (full) or
+// the smallest and largest (reduced), and in some families three (segment_three), a block kernel of max_chunks and one of wide_chunks for longer rows and
 // clusters (the same kernel where they are equal, and only the wide one in wide_first
 // families), 16-bit softmax rows a one-warp block kernel of warp_chunks, and some families a
 // block kernel of trim_chunks.
 struct KernelFamily {
-  int segment_k[4];
-  int segment_r[4];
+  int segment_k[5];
+  int segment_r[5];
   int segments;  // entries used
   int block_k;
   int wide_k;
@@ -195,9 +195,12 @@ enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 // segment_chunks: the chunks of rows a segment lane holds at a time (max_chunks but for 16-bit
 // dropout, forward_launch.cuh). max_cluster: KernelFamily::max_cluster. small: which rows run as
 // clusters of small blocks; wide_tie_blocks: KernelFamily::wide_tie_blocks; trim_k:
-// KernelFamily::trim_k.
+// KernelFamily::trim_k; segment_three: the family has segments of three chunks a lane (which
+// hold rows of 3, 5-6, 9-12, 17-24, 33-48 and 65-96 chunks with fewer chunks past the row than
+// the powers of two: segment_plan).
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
-                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k);
+                           int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k,
+                           bool segment_three = false);
 
 // Chunks per row a forced strategy can hold with the default limits (1024 threads per block,
 // clusters of up to 8 blocks); split holds any row. The test suites that force a strategy read it

@@ -29,6 +29,7 @@ struct FamilyCase {
   SmallBlockClusters small;
   int wide_tie_blocks;  // KernelFamily::wide_tie_blocks
   bool trim;            // a block kernel of trim_chunks
+  bool three = false;   // segments of three chunks
 };
 
 void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
@@ -36,7 +37,7 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 // The families of forward_launch.cuh, backward_launch.cu and dropout_backward_launch.cu.
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
-      {"f32 softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::None, 2, true},
+      {"f32 softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::None, 2, true, true},
       {"16-bit softmax", 8, 1, true, false, true, 4, 16, SmallBlockClusters::LoneBlocks, 3, true},
       {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::MoreWarps, 4, true},
       {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0, false},
@@ -55,7 +56,7 @@ const std::vector<FamilyCase>& families() {
 KernelFamily family_of(const FamilyCase& fc) {
   return kernel_family(fc.chunk_elems, fc.arrays, fc.full, fc.wide_first,
                        wide_chunks(fc.chunk_elems, fc.arrays, fc.packed16), fc.segment_chunks, fc.max_cluster, fc.small,
-                       fc.wide_tie_blocks, trim_chunks(fc.chunk_elems, fc.arrays, fc.trim));
+                       fc.wide_tie_blocks, trim_chunks(fc.chunk_elems, fc.arrays, fc.trim), fc.three);
 }
 
 DeviceLimits hopper() {
@@ -185,7 +186,8 @@ TEST_P(DefaultPlan, BlockKernelKeepsTheMostWarpsResident) {
 }
 
 // Sixteen-bit dropout segments hold two chunks of rows per lane (one row of four chunks
-// excepted); every other family's segments hold max_chunks.
+// excepted); every other family's segments hold max_chunks, but for segments of three chunks,
+// which hold one row.
 TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
@@ -193,10 +195,59 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
   ASSERT_GE(f.segments, 2);
   EXPECT_EQ(f.segment_k[0], 1);
   EXPECT_EQ(f.segment_k[f.segments - 1], kmax);
+  int threes = 0;
   for (int i = 0; i < f.segments; ++i) {
     const int k = f.segment_k[i], r = f.segment_r[i];
+    if (i > 0) EXPECT_GT(k, f.segment_k[i - 1]) << fc.name << ": segment shapes in increasing K";
+    if (k == 3) {
+      ++threes;
+      EXPECT_EQ(r, 1) << fc.name;
+      continue;
+    }
+    EXPECT_EQ(k & (k - 1), 0) << fc.name << ": K " << k;
     EXPECT_EQ(k < fc.segment_chunks ? k * r : r, k < fc.segment_chunks ? fc.segment_chunks : 1)
         << fc.name << ": K " << k << " R " << r;
+  }
+  EXPECT_EQ(threes, fc.three ? 1 : 0) << fc.name;
+}
+
+// A segment plan holds the fewest chunks a segment (K x width) of any shape of the family, and of
+// shapes that hold as many, has the largest K: without segments of three that is the largest
+// power of two up to the row's chunks, the plan before segments of three existed; with them, rows
+// of 9 chunks (33-36 f32 columns) take four lanes of three (12 chunks, not 16), rows of 5-6
+// chunks two lanes of three, rows of 7-8 two lanes of four.
+TEST_P(DefaultPlan, SegmentsHoldTheFewestChunksPastTheRow) {
+  const FamilyCase fc = GetParam();
+  const KernelFamily f = family_of(fc);
+  const DeviceLimits dev = hopper();
+  int64_t three_planned = 0;
+  for (int64_t cols = 1; cols <= 32 * 4 * fc.chunk_elems; ++cols) {
+    Plan p;
+    ASSERT_TRUE(make_plan(cols, fc.chunk_elems, f, dev, &p).good());
+    if (p.strategy != Strategy::Segment) continue;
+    const int64_t chunks = ceil_div(cols, fc.chunk_elems);
+    for (int i = 0; i < f.segments; ++i) {
+      const int k = f.segment_k[i];
+      if (i > 0 && k > chunks) continue;
+      int64_t w = 1;
+      while (w * k < chunks) w *= 2;
+      if (w > f.segment_width) continue;
+      EXPECT_TRUE(w * k > int64_t{p.width} * p.k || (w * k == int64_t{p.width} * p.k && k <= p.k))
+          << fc.name << ", " << cols << " columns: K " << k << " x " << w << " lanes beats the plan's K " << p.k
+          << " x " << p.width;
+    }
+    if (!fc.three) {
+      int i = f.segments - 1;
+      while (i > 0 && f.segment_k[i] > chunks) --i;
+      EXPECT_EQ(p.k, f.segment_k[i]) << fc.name << ", " << cols << " columns";
+    }
+    three_planned += p.k == 3;
+  }
+  if (fc.three) {
+    EXPECT_GT(three_planned, 0) << fc.name;
+    Plan p;
+    ASSERT_TRUE(make_plan(33, fc.chunk_elems, f, dev, &p).good());
+    EXPECT_EQ(p.k * 10 + p.width, 34) << fc.name << ": 33 columns";
   }
 }
 
