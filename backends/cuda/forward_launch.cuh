@@ -158,11 +158,12 @@ constexpr bool kForwardTrim =
 template <bool kFull>
 constexpr int kForwardMaxCluster = kFull ? 16 : 8;
 
-// Whether a forward family has segments of three chunks a lane: f32 softmax rows, which run
-// through the stage (warp_stage.cuh) at every segment width, where a lane's cost follows the
-// chunks it holds, past the row or not.
+// Whether a forward family has segments of three chunks a lane: softmax rows whose segments may
+// run through the stage (warp_stage.cuh), where a lane pays for every chunk it holds, past the
+// row or not (on an H100, f32 and 16-bit rows that fill part of a power-of-two segment ran
+// 10-44% faster in segments of three).
 template <class T, class Y, Forward kOp>
-constexpr bool kForwardSegmentThree = kStageable<T, Y, kOp> && std::is_same_v<T, float>;
+constexpr bool kForwardSegmentThree = kStageable<T, Y, kOp>;
 
 template <class T, class Y, class A, Forward kOp, bool kFull>
 Outcome launch_family(const ForwardArgs& a, const LaunchEnv& env) {

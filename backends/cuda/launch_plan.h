@@ -94,10 +94,10 @@ constexpr int segment_rows(int k, int row_chunks) { return k < row_chunks ? row_
 // The register-kernel shapes an operation's kernel family instantiates (see *_launch.cu): the
 // segment shapes (K chunks per thread per array, R = segment_rows(K, segment_chunks) rows per
 // segment at a time) in increasing K, the powers of two up to max_chunks, all of them (full) or
-// the smallest and largest (reduced), and in some families three (segment_three), a block kernel of max_chunks and one of wide_chunks for longer rows and
-// clusters (the same kernel where they are equal, and only the wide one in wide_first
-// families), 16-bit softmax rows a one-warp block kernel of warp_chunks, and some families a
-// block kernel of trim_chunks.
+// the smallest and largest (reduced), and in some families three (segment_three); a block
+// kernel of max_chunks and one of wide_chunks for longer rows and clusters (the same kernel
+// where they are equal, and only the wide one in wide_first families), 16-bit softmax rows a
+// one-warp block kernel of warp_chunks, and some families a block kernel of trim_chunks.
 struct KernelFamily {
   int segment_k[5];
   int segment_r[5];

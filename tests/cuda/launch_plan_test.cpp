@@ -38,7 +38,7 @@ void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.name; }
 const std::vector<FamilyCase>& families() {
   static const std::vector<FamilyCase> f = {
       {"f32 softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::None, 2, true, true},
-      {"16-bit softmax", 8, 1, true, false, true, 4, 16, SmallBlockClusters::LoneBlocks, 3, true},
+      {"16-bit softmax", 8, 1, true, false, true, 4, 16, SmallBlockClusters::LoneBlocks, 3, true, true},
       {"16-bit x f32 y softmax", 4, 1, true, false, true, 4, 16, SmallBlockClusters::MoreWarps, 4, true},
       {"16-bit statistics", 8, 1, false, false, false, 4, 8, SmallBlockClusters::None, 0, false},
       {"f64 softmax", 2, 1, false, false, true, 4, 8, SmallBlockClusters::None, 0, false},
@@ -213,9 +213,9 @@ TEST_P(DefaultPlan, SegmentShapesHoldTheFamilysChunksOfRows) {
 
 // A segment plan holds the fewest chunks a segment (K x width) of any shape of the family, and of
 // shapes that hold as many, has the largest K: without segments of three that is the largest
-// power of two up to the row's chunks, the plan before segments of three existed; with them, rows
-// of 9 chunks (33-36 f32 columns) take four lanes of three (12 chunks, not 16), rows of 5-6
-// chunks two lanes of three, rows of 7-8 two lanes of four.
+// power of two up to the row's chunks; with them, rows of 9 chunks (33-36 f32 columns, 65-72
+// 16-bit ones) take four lanes of three (12 chunks, not 16), rows of 5-6 chunks two lanes of
+// three, rows of 7-8 two lanes of four.
 TEST_P(DefaultPlan, SegmentsHoldTheFewestChunksPastTheRow) {
   const FamilyCase fc = GetParam();
   const KernelFamily f = family_of(fc);
@@ -246,8 +246,8 @@ TEST_P(DefaultPlan, SegmentsHoldTheFewestChunksPastTheRow) {
   if (fc.three) {
     EXPECT_GT(three_planned, 0) << fc.name;
     Plan p;
-    ASSERT_TRUE(make_plan(33, fc.chunk_elems, f, dev, &p).good());
-    EXPECT_EQ(p.k * 10 + p.width, 34) << fc.name << ": 33 columns";
+    ASSERT_TRUE(make_plan(8 * fc.chunk_elems + 1, fc.chunk_elems, f, dev, &p).good());
+    EXPECT_EQ(p.k * 10 + p.width, 34) << fc.name << ": nine chunks";
   }
 }
 
