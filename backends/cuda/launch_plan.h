@@ -200,7 +200,7 @@ enum class SmallBlockClusters { None, PairedBlocks, LoneBlocks, MoreWarps };
 // the powers of two: segment_plan).
 KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_first, int wide_k, int segment_chunks,
                            int max_cluster, SmallBlockClusters small, int wide_tie_blocks, int trim_k,
-                           bool segment_three = false);
+                           bool segment_three);
 
 // Chunks per row a forced strategy can hold with the default limits (1024 threads per block,
 // clusters of up to 8 blocks); split holds any row. The test suites that force a strategy read it
