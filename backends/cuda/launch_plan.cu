@@ -200,7 +200,9 @@ KernelFamily kernel_family(int chunk_elems, int arrays, bool full, bool wide_fir
 
 Outcome make_plan(int64_t cols, int chunk_elems, const KernelFamily& family, const DeviceLimits& dev, Plan* out) {
   const Overrides& o = overrides();
-  const int64_t chunks = ceil_div(cols, chunk_elems);
+  // The register plans count lanes and threads in int: rows past 2^30 chunks, which no register
+  // plan holds (a cluster holds at most 16 x 1024 threads of eight chunks), plan as 2^30 would.
+  const int64_t chunks = std::min(ceil_div(cols, chunk_elems), int64_t{1} << 30);
   const int max_threads = o.max_threads;
   // Clusters need sm_90; 16 blocks need a non-portable launch (which the launch code requests)
   // and a GPU that keeps such clusters resident.

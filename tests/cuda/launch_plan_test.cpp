@@ -496,6 +496,18 @@ TEST_P(DefaultPlan, TrimmedBlockForRowsThatLeaveTheLastWarpEmpty) {
   EXPECT_EQ(trimmed, expected) << fc.name;
 }
 
+// Rows far past any register plan (a lone f32 row of 2^40 columns, 4 TiB) plan the split like
+// any long row, the segment widths they would need never formed.
+TEST(DefaultPlanExamples, RowsPastEveryWidthSplit) {
+  for (const FamilyCase& fc : families()) {
+    for (int64_t cols : {int64_t{1} << 33, int64_t{1} << 40, int64_t{1} << 62}) {
+      Plan p;
+      ASSERT_TRUE(make_plan(cols, fc.chunk_elems, family_of(fc), hopper(), &p).good()) << fc.name;
+      EXPECT_EQ(p.strategy, Strategy::Split) << fc.name << ", " << cols << " columns";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, DefaultPlan, ::testing::ValuesIn(families()),
                          [](const ::testing::TestParamInfo<FamilyCase>& i) {
                            std::string n = i.param.name;
@@ -552,3 +564,4 @@ TEST(SplitPieceTiles, PiecesResidentBesideTheStatsRole) {
 
 }  // namespace
 }  // namespace softmax_internal
+
