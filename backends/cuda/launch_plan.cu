@@ -59,21 +59,19 @@ int round_up32(int64_t n) { return int((n + 31) / 32 * 32); }
 // With K a power of two every K up to the row's chunks holds the same (the power of two at or
 // above them), so the largest such K is taken.
 bool segment_plan(int64_t chunks, const KernelFamily& f, int max_width, Plan* p) {
-  int best = -1;
-  int64_t best_held = 0;
+  int best = -1, best_width = 0;
   for (int i = 0; i < f.segments; ++i) {
     const int k = f.segment_k[i];
     if (i > 0 && k > chunks) continue;
-    const int64_t width = pow2_at_least(ceil_div(chunks, k));
+    const int width = pow2_at_least(ceil_div(chunks, k));
     if (width > max_width) continue;
-    if (best < 0 || width * k <= best_held) {
+    if (best < 0 || width * k <= best_width * f.segment_k[best]) {
       best = i;
-      best_held = width * k;
+      best_width = width;
     }
   }
   if (best < 0) return false;
-  const int k = f.segment_k[best];
-  *p = Plan{Strategy::Segment, k, f.segment_r[best], pow2_at_least(ceil_div(chunks, k)), 0, 1};
+  *p = Plan{Strategy::Segment, f.segment_k[best], f.segment_r[best], best_width, 0, 1};
   return true;
 }
 

@@ -496,8 +496,8 @@ TEST_P(DefaultPlan, TrimmedBlockForRowsThatLeaveTheLastWarpEmpty) {
   EXPECT_EQ(trimmed, expected) << fc.name;
 }
 
-// Rows far past any register plan (a lone f32 row of 2^40 columns, 4 TiB) plan the split like
-// any long row, the segment widths they would need never formed.
+// Rows far past any register plan (2^33 to 2^62 columns, past the planners' int counts of lanes
+// and threads) plan the split like any long row.
 TEST(DefaultPlanExamples, RowsPastEveryWidthSplit) {
   for (const FamilyCase& fc : families()) {
     for (int64_t cols : {int64_t{1} << 33, int64_t{1} << 40, int64_t{1} << 62}) {
@@ -564,4 +564,3 @@ TEST(SplitPieceTiles, PiecesResidentBesideTheStatsRole) {
 
 }  // namespace
 }  // namespace softmax_internal
-
