@@ -200,7 +200,9 @@ struct DropoutGrad {
         Softmax::probs(x, first + o, cols, part, Softmax::merge(&part, 1), probs + o);
       }
     }
-    if (finish_streamed_to_dx(dx, probs, grads, first, nr, cols, static_cast<const T*>(nullptr), false, false)) return;
+    if (finish_streamed_to_dx(dx, probs, grads, first, nr, cols, static_cast<const T*>(nullptr), false,
+                              FinishPrefetch::None))
+      return;
     T* out = result_space<T>(dx, first, n);
     grad_rows(probs, grads, out, nr, cols, static_cast<const T*>(nullptr), false, false);
     write_back(out, dx, first, n);

@@ -39,15 +39,17 @@ T chunk_dot(const GradArrays& a, int64_t r, int64_t c) {
   return grad_dot(y, dy, n, a.log);
 }
 
+// Finishes chunk c of row r. The schedules that keep a row on one thread finish its chunks in
+// reverse, from the ones still in cache; `prefetch_preceding` (c > 0) prefetches chunk c - 1
+// meanwhile (FinishPrefetch::PrecedingChunk).
 template <class T>
-void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot) {
+void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot, bool prefetch_preceding = false) {
   const size_t first = a.grid.flat(r, c);
   const int64_t n = a.grid.len(c);
   const T* y = read_as<T>(a.y, first, n, GradSlot::A);
   const T* dy = read_as<T>(a.dy, first, n, GradSlot::B);
-  // No prefetch for chunks of long rows: the schedule that keeps a row on one thread finishes
-  // them in reverse, from the ones still in cache.
-  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log, false)) return;
+  const FinishPrefetch prefetch = prefetch_preceding ? FinishPrefetch::PrecedingChunk : FinishPrefetch::None;
+  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log, prefetch)) return;
   T* dx = result_space<T>(a.dx, first, n);
   grad_finish(y, dy, dx, n, dot, a.log);
   write_back(dx, a.dx, first, n);
@@ -63,7 +65,9 @@ void tile_finish(const GradArrays& a, int64_t r0, int64_t nr, const T* row_dot) 
   // Tiles follow each other in memory on a thread (for_tiles): what lies past this one is read
   // next, unless y and dy were widened into scratch.
   const bool prefetch = a.y.type == kWorkDtype<T>;
-  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log, prefetch)) return;
+  if (finish_streamed_to_dx(a.dx, y, dy, first, nr, a.grid.cols, row_dot, a.log,
+                            prefetch ? FinishPrefetch::FollowingRows : FinishPrefetch::None))
+    return;
   T* dx = result_space<T>(a.dx, first, n);
   grad_rows(y, dy, dx, nr, a.grid.cols, row_dot, a.log, prefetch);
   write_back(dx, a.dx, first, n);
@@ -94,6 +98,10 @@ bool overlapped_rows(const GradArrays& a) {
   return size_t(a.grid.cols) * 2 * storage_size(a.y.type) >= kOverlapRowBytes;
 }
 
+// Whether finishing chunk c of a row prefetches chunk c - 1 (chunk_finish): for log-softmax,
+// whose dot pass reads dy alone, so that its finishing pass reads y from memory.
+bool preceding_from_memory(const GradArrays& a, int64_t c) { return a.log && c > 0; }
+
 Outcome out_of_memory() { return Outcome::fail(SOFTMAX_STATUS_OUT_OF_MEMORY, "CPU backend: out of scratch memory"); }
 
 template <class T>
@@ -111,7 +119,7 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
       double s = 0.0;
       for (int64_t c = 0; c < chunks; ++c) s += double(chunk_dot<T>(a, r, c));
       const T dot = T(s);
-      for (int64_t c = chunks - 1; c >= 0; --c) chunk_finish<T>(a, r, c, dot);
+      for (int64_t c = chunks - 1; c >= 0; --c) chunk_finish<T>(a, r, c, dot, preceding_from_memory(a, c));
     });
     return ok ? Outcome::ok() : out_of_memory();
   }
@@ -127,7 +135,7 @@ Outcome rows_backward_as(const GradArrays& a, int threads) {
         const bool next = r + 1 < end;
         s = 0.0;
         for (int64_t k = 0; k < chunks; ++k) {
-          chunk_finish<T>(a, r, chunks - 1 - k, dot);
+          chunk_finish<T>(a, r, chunks - 1 - k, dot, preceding_from_memory(a, chunks - 1 - k));
           if (next) s += double(chunk_dot<T>(a, r + 1, k));
         }
       }

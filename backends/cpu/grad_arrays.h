@@ -86,14 +86,13 @@ void write_back(const T* results, const OutArray& a, size_t first, int64_t n) {
 // true when done. Rows of every length, short ones included: against finishing into a buffer
 // and copying it out, 14-29% less time at 32 columns and 14-18% at 128 on a 2-core Zen 5 EPYC
 // (equal from 256 on). Elements [first, first + rows * cols) of `a`; T is the work type.
-// prefetch_following as for grad_streamed_f32.
+// `prefetch` as for grad_streamed_f32.
 template <class T>
 bool finish_streamed_to_dx(const OutArray& a, const T* y, const T* dy, size_t first, int64_t rows, int64_t cols,
-                           const T* row_dot, bool log, bool prefetch_following) {
+                           const T* row_dot, bool log, FinishPrefetch prefetch) {
   if constexpr (std::is_same<T, float>::value) {
     if (a.stream && a.type == SOFTMAX_DTYPE_F32)
-      return grad_streamed_f32(y, dy, static_cast<float*>(a.at(first)), rows, cols, row_dot, log,
-                               prefetch_following);
+      return grad_streamed_f32(y, dy, static_cast<float*>(a.at(first)), rows, cols, row_dot, log, prefetch);
   }
   return false;
 }

@@ -149,11 +149,11 @@ __attribute__((target("arch=x86-64-v4"), always_inline)) inline void store16_avx
 // `finish` for one row or chunk on AVX-512, written to the caller's memory: with kStream, 64-byte
 // non-temporal stores from dx's first 64-byte boundary on (masked ordinary stores before it and
 // for a partial last vector), else ordinary stores throughout; no pass through a buffer.
-// ahead != 0: each 64 bytes finished also prefetches the y and dy `ahead` elements further on,
-// so that memory keeps streaming the rows read next while this one is finished from cache.
+// ahead != 0: each 64 bytes finished also prefetches the y and dy `ahead` elements away (behind
+// where negative), so that memory keeps streaming what is read next while this is finished.
 template <bool kLog, bool kStream>
 __attribute__((target("arch=x86-64-v4"))) void finish_f32_avx512(const float* y, const float* dy, float* dx,
-                                                                size_t n, float dot, size_t ahead) {
+                                                                size_t n, float dot, ptrdiff_t ahead) {
   const __m512 d = _mm512_set1_ps(dot);
   const size_t head =
       kStream ? std::min(n, (64 - reinterpret_cast<uintptr_t>(dx) % 64) % 64 / sizeof(float)) : size_t{0};
@@ -466,7 +466,7 @@ namespace {
 template <bool kLog, bool kStream>
 __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float* y, const float* dy, float* dx,
                                                                    int64_t rows, size_t n, const float* row_dot,
-                                                                   size_t ahead) {
+                                                                   ptrdiff_t ahead) {
   for (int64_t r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * n;
     const float dot = row_dot != nullptr ? row_dot[r] : lane_dot_f32_avx512(y + o, dy + o, n, kLog);
@@ -478,11 +478,13 @@ __attribute__((target("arch=x86-64-v4"))) void streamed_rows_avx512(const float*
 #endif
 
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                       const float* row_dot, bool log, bool prefetch_following) {
+                       const float* row_dot, bool log, FinishPrefetch prefetch) {
 #if SOFTMAX_CPU_X86_LEVELS
   if (!have_x86_64_v4() || reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) return false;
   const size_t n = size_t(cols);
-  const size_t ahead = prefetch_following ? prefetch_distance<float>(n) : 0;
+  const ptrdiff_t ahead = prefetch == FinishPrefetch::FollowingRows    ? ptrdiff_t(prefetch_distance<float>(n))
+                          : prefetch == FinishPrefetch::PrecedingChunk ? -ptrdiff_t(n)
+                                                                       : 0;
   // Short rows off 64-byte boundaries take ordinary stores (stream_policy.h).
   if (stream_rows_alone(dx, cols, 64, kBackwardStreamRowsFrom)) {
     (log ? streamed_rows_avx512<true, true> : streamed_rows_avx512<false, true>)(y, dy, dx, rows, n, row_dot, ahead);
@@ -492,7 +494,7 @@ bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows,
   }
   return true;
 #else
-  (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log, (void)prefetch_following;
+  (void)y, (void)dy, (void)dx, (void)rows, (void)cols, (void)row_dot, (void)log, (void)prefetch;
   return false;
 #endif
 }

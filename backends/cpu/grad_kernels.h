@@ -62,12 +62,17 @@ void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, 
 // fence where stream_rows_alone (stream_policy.h) says so, else with ordinary stores. Returns
 // false, writing nothing, where the CPU lacks AVX-512 or dx is not 4-byte aligned: the caller
 // then computes into a buffer and streams it out (stream_store_f32). dx may not be dy.
-// prefetch_following: the caller reads the rows that follow these in memory next (a tile of
-// short rows), so the finishing loop prefetches y and dy max(cols, 1024) elements ahead, one row
-// or 4 KB; each row's dot then reads from cache, and memory streams while rows are finished (on a
-// 2-core AVX-512 Xeon, 256-8192 columns: softmax backward +1-13%, log-softmax +15-37%).
+// `prefetch`: what the finishing loop prefetches (each 64 bytes finished prefetch the y and dy a
+// fixed distance away) for what the caller reads next:
+// - FollowingRows: the rows after these in memory (a tile of short rows), max(cols, 1024)
+//   elements ahead, one row or 4 KB; each row's dot then reads from cache, and memory streams
+//   while rows are finished (on a 2-core AVX-512 Xeon, 256-8192 columns: softmax backward
+//   +1-13%, log-softmax +15-37%).
+// - PrecedingChunk (rows == 1, one chunk of a long row): the `cols` elements just before it, the
+//   chunk that a long row's finishing pass, walked backwards, finishes next.
+enum class FinishPrefetch { None, FollowingRows, PrecedingChunk };
 bool grad_streamed_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
-                       const float* row_dot, bool log, bool prefetch_following);
+                       const float* row_dot, bool log, FinishPrefetch prefetch);
 
 // The reductions alone of `rows` consecutive rows of cols <= kChunkElems: out[r] = grad_dot.
 void grad_row_dots_f32(const float* y, const float* dy, int64_t rows, int64_t cols, bool log, float* out);
