@@ -41,7 +41,8 @@ T chunk_dot(const GradArrays& a, int64_t r, int64_t c) {
 
 // Finishes chunk c of row r. The schedules that keep a row on one thread finish its chunks in
 // reverse, from the ones still in cache; `prefetch_preceding` (c > 0) prefetches chunk c - 1
-// meanwhile (FinishPrefetch::PrecedingChunk).
+// meanwhile where the finish is streamed (FinishPrefetch::PrecedingChunk; f32 on AVX-512, dx not
+// in place).
 template <class T>
 void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot, bool prefetch_preceding = false) {
   const size_t first = a.grid.flat(r, c);

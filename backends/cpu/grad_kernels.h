@@ -51,7 +51,8 @@ void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, d
 
 // `rows` consecutive rows of `cols` <= kChunkElems elements each. With row_dot null, each row's
 // reduction is computed (as grad_dot_*) and the row finished while it is in cache; otherwise
-// row_dot[r] is used. dx may be dy. prefetch_following as for grad_streamed_f32.
+// row_dot[r] is used. dx may be dy. prefetch_following: as grad_streamed_f32's
+// FinishPrefetch::FollowingRows.
 void grad_rows_f32(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
                    const float* row_dot, bool log, bool prefetch_following);
 void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, int64_t cols,
@@ -62,8 +63,8 @@ void grad_rows_f64(const double* y, const double* dy, double* dx, int64_t rows, 
 // fence where stream_rows_alone (stream_policy.h) says so, else with ordinary stores. Returns
 // false, writing nothing, where the CPU lacks AVX-512 or dx is not 4-byte aligned: the caller
 // then computes into a buffer and streams it out (stream_store_f32). dx may not be dy.
-// `prefetch`: what the finishing loop prefetches (each 64 bytes finished prefetch the y and dy a
-// fixed distance away) for what the caller reads next:
+// `prefetch`: what the finishing loop prefetches for what the caller reads next (with each 64
+// bytes finished, the y and dy a fixed distance away):
 // - FollowingRows: the rows after these in memory (a tile of short rows), max(cols, 1024)
 //   elements ahead, one row or 4 KB; each row's dot then reads from cache, and memory streams
 //   while rows are finished (on a 2-core AVX-512 Xeon, 256-8192 columns: softmax backward
