@@ -10,7 +10,7 @@ every round count.
         --cases rows:65536x1024,dropout3:65536x1024,bwd:2097152x32,dbwd:2097152x32 [--threads 2]
 
 A case is op:ROWSxCOLS, or op:ROWSxCOLS+K with every array K floats past a 64-byte boundary; op one of rows, log, dropout (p = 0.1 at offset 0), dropout1, dropout3
-(offsets 1 and 3), bwd, lbwd (log-softmax backward), dbwd, dbwd3 (dropout backward at offsets 0
+(offsets 1 and 3), bwd, lbwd (log-softmax backward), bwdi and lbwdi (the same in place, dx = dy), dbwd, dbwd3 (dropout backward at offsets 0
 and 3); f32 throughout. Give each library as its own file (copies of libsoftmax.so.0 in separate
 folders load side by side). Prints, per case, round and library, the least time of --reps calls
 and that time per element. Small cases with --threads 1 and many --reps time the kernels in
@@ -55,7 +55,7 @@ class Floats:
 
 def call_of(lib, op, rows, cols, a, b, out, threads):
     """The case's call on arrays a (x, or y for the backward), b (dy) and out."""
-    o = Options(ctypes.sizeof(Options), 1, 1 if op in ("log", "lbwd") else 0, None, threads, 0)
+    o = Options(ctypes.sizeof(Options), 1, 1 if op in ("log", "lbwd", "lbwdi") else 0, None, threads, 0)
     pa, pb, po = a.ptr, b.ptr, out.ptr
     offset = {"dropout1": 1, "dropout3": 3, "dbwd3": 3}.get(op, 0)
     if op in ("rows", "log"):
@@ -64,6 +64,8 @@ def call_of(lib, op, rows, cols, a, b, out, threads):
         return lambda: lib.softmax_dropout(pa, po, None, rows, cols, 0, P, SEED, offset, ctypes.byref(o))
     if op in ("bwd", "lbwd"):
         return lambda: lib.softmax_rows_backward(pa, pb, po, rows, cols, 0, ctypes.byref(o))
+    if op in ("bwdi", "lbwdi"):  # in place: out holds dy (a copy of b) and receives dx
+        return lambda: lib.softmax_rows_backward(pa, po, po, rows, cols, 0, ctypes.byref(o))
     if op.startswith("dbwd"):
         return lambda: lib.softmax_dropout_backward(pa, pb, po, rows, cols, 0, P, SEED, offset, ctypes.byref(o))
     sys.exit(f"cpu_ab: unknown op {op}")
@@ -88,14 +90,17 @@ def main():
         a, b = Floats(n, shift), Floats(n, shift)
         a.fill_uniform(rng, -8, 8)
         b.fill_uniform(rng, -8, 8)
-        if op in ("bwd", "lbwd"):  # the backward takes the forward's output
+        if op in ("bwd", "lbwd", "bwdi", "lbwdi"):  # the backward takes the forward's output
             libs[0].softmax_rows(a.ptr, a.ptr, rows, cols, 0,
-                                 ctypes.byref(Options(ctypes.sizeof(Options), 1, 1 if op == "lbwd" else 0, None,
+                                 ctypes.byref(Options(ctypes.sizeof(Options), 1, 1 if op.startswith("l") else 0, None,
                                                       args.threads, 0)))
         outs = [Floats(n, shift) for _ in libs]
         calls = [call_of(lib, op, rows, cols, a, b, out, args.threads) for lib, out in zip(libs, outs)]
         for i, (call, lib, out) in enumerate(zip(calls, libs, outs)):
-            out.fill_nan()
+            if op in ("bwdi", "lbwdi"):
+                ctypes.memmove(out.ptr, b.ptr, 4 * n)
+            else:
+                out.fill_nan()
             if call() != 0:
                 sys.exit(f"cpu_ab: {case} failed in library {i}: {lib.softmax_last_error().decode()}")
         first = outs[0].bytes()
