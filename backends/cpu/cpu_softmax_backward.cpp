@@ -41,8 +41,8 @@ T chunk_dot(const GradArrays& a, int64_t r, int64_t c) {
 
 // Finishes chunk c of row r. The schedules that keep a row on one thread finish its chunks in
 // reverse, from the ones still in cache; `prefetch_preceding` (c > 0) prefetches chunk c - 1
-// meanwhile where the finish is streamed (FinishPrefetch::PrecedingChunk; f32 on AVX-512, dx not
-// in place).
+// meanwhile (f32 on AVX-512: FinishPrefetch::PrecedingChunk where the finish is streamed, the
+// log-softmax's in-place finish likewise).
 template <class T>
 void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot, bool prefetch_preceding = false) {
   const size_t first = a.grid.flat(r, c);
@@ -52,7 +52,8 @@ void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot, bool prefetc
   const FinishPrefetch prefetch = prefetch_preceding ? FinishPrefetch::PrecedingChunk : FinishPrefetch::None;
   if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log, prefetch)) return;
   T* dx = result_space<T>(a.dx, first, n);
-  grad_finish(y, dy, dx, n, dot, a.log);
+  // y and dy widened into scratch have no preceding chunk there.
+  grad_finish(y, dy, dx, n, dot, a.log, prefetch_preceding && a.y.type == kWorkDtype<T>);
   write_back(dx, a.dx, first, n);
 }
 

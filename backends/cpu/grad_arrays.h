@@ -102,10 +102,12 @@ bool finish_streamed_to_dx(const OutArray& a, const T* y, const T* dy, size_t fi
 inline float grad_dot(const float* y, const float* dy, int64_t n, bool log) { return grad_dot_f32(y, dy, n, log); }
 inline double grad_dot(const double* y, const double* dy, int64_t n, bool log) { return grad_dot_f64(y, dy, n, log); }
 
-inline void grad_finish(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log) {
-  grad_finish_f32(y, dy, dx, n, dot, log);
+inline void grad_finish(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log,
+                        bool prefetch_preceding = false) {
+  grad_finish_f32(y, dy, dx, n, dot, log, prefetch_preceding);
 }
-inline void grad_finish(const double* y, const double* dy, double* dx, int64_t n, double dot, bool log) {
+inline void grad_finish(const double* y, const double* dy, double* dx, int64_t n, double dot, bool log,
+                        bool /*prefetch_preceding*/ = false) {
   grad_finish_f64(y, dy, dx, n, dot, log);
 }
 

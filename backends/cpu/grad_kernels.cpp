@@ -253,14 +253,19 @@ SOFTMAX_GRAD_INLINE T lane_dot(const T* a, const T* b, size_t n, bool log) {
 }
 
 // dx = y * (dy - dot), or dx = dy - exp(y) * dot. Each element is read before its dx is
-// written, so dx == dy is fine.
+// written, so dx == dy is fine. prefetch_preceding: f32 log-softmax on AVX-512 prefetches the n
+// elements before these (grad_finish_f32).
 template <class T>
-SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot, bool log) {
+SOFTMAX_GRAD_INLINE void finish(const T* y, const T* dy, T* dx, size_t n, T dot, bool log,
+                                bool prefetch_preceding = false) {
   if (log) {
 #if SOFTMAX_CPU_X86_LEVELS
     if constexpr (std::is_same_v<T, float>) {
-      if (have_x86_64_v4()) return finish_f32_avx512<true, false>(y, dy, dx, n, dot, 0);
+      if (have_x86_64_v4())
+        return finish_f32_avx512<true, false>(y, dy, dx, n, dot, prefetch_preceding ? -ptrdiff_t(n) : 0);
     }
+#else
+    (void)prefetch_preceding;
 #endif
     const ExpClamp<T> c = exp_clamp(T());
     for (size_t i = 0; i < n; ++i) store<T>(dx, i, load<T>(dy, i) - exp_of(load<T>(y, i), c) * dot);
@@ -452,8 +457,9 @@ double grad_dot_f64(const double* y, const double* dy, int64_t n, bool log) {
 }
 
 SOFTMAX_CPU_CLONES
-void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log) {
-  finish(y, dy, dx, size_t(n), dot, log);
+void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log,
+                     bool prefetch_preceding) {
+  finish(y, dy, dx, size_t(n), dot, log, prefetch_preceding);
 }
 
 #if SOFTMAX_CPU_X86_LEVELS

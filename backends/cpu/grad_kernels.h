@@ -45,8 +45,11 @@ void stream_store_f32(const float* src, void* dst, int64_t n);
 float grad_dot_f32(const float* y, const float* dy, int64_t n, bool log);
 double grad_dot_f64(const double* y, const double* dy, int64_t n, bool log);
 
-// dx from the row's merged reduction. dx may be dy (in place).
-void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log);
+// dx from the row's merged reduction. dx may be dy (in place). prefetch_preceding: as
+// grad_streamed_f32's FinishPrefetch::PrecedingChunk, for the log-softmax on AVX-512 (ignored
+// elsewhere).
+void grad_finish_f32(const float* y, const float* dy, float* dx, int64_t n, float dot, bool log,
+                     bool prefetch_preceding);
 void grad_finish_f64(const double* y, const double* dy, double* dx, int64_t n, double dot, bool log);
 
 // `rows` consecutive rows of `cols` <= kChunkElems elements each. With row_dot null, each row's
