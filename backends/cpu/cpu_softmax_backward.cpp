@@ -49,11 +49,13 @@ void chunk_finish(const GradArrays& a, int64_t r, int64_t c, T dot, bool prefetc
   const int64_t n = a.grid.len(c);
   const T* y = read_as<T>(a.y, first, n, GradSlot::A);
   const T* dy = read_as<T>(a.dy, first, n, GradSlot::B);
-  const FinishPrefetch prefetch = prefetch_preceding ? FinishPrefetch::PrecedingChunk : FinishPrefetch::None;
-  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log, prefetch)) return;
-  T* dx = result_space<T>(a.dx, first, n);
   // y and dy widened into scratch have no preceding chunk there.
-  grad_finish(y, dy, dx, n, dot, a.log, prefetch_preceding && a.y.type == kWorkDtype<T>);
+  const bool preceding = prefetch_preceding && a.y.type == kWorkDtype<T>;
+  if (finish_streamed_to_dx(a.dx, y, dy, first, 1, n, &dot, a.log,
+                            preceding ? FinishPrefetch::PrecedingChunk : FinishPrefetch::None))
+    return;
+  T* dx = result_space<T>(a.dx, first, n);
+  grad_finish(y, dy, dx, n, dot, a.log, preceding);
   write_back(dx, a.dx, first, n);
 }
 

@@ -10,8 +10,8 @@ every round count.
         --cases rows:65536x1024,dropout3:65536x1024,bwd:2097152x32,dbwd:2097152x32 [--threads 2]
 
 A case is op:ROWSxCOLS, or op:ROWSxCOLS+K with every array K floats past a 64-byte boundary; op one of rows, log, dropout (p = 0.1 at offset 0), dropout1, dropout3
-(offsets 1 and 3), bwd, lbwd (log-softmax backward), bwdi and lbwdi (the same in place, dx = dy), dbwd, dbwd3 (dropout backward at offsets 0
-and 3); f32 throughout. Give each library as its own file (copies of libsoftmax.so.0 in separate
+(offsets 1 and 3), bwd, lbwd (log-softmax backward), bwdi and lbwdi (the same in place, dx = dy),
+dbwd, dbwd3 (dropout backward at offsets 0 and 3); f32 throughout. Give each library as its own file (copies of libsoftmax.so.0 in separate
 folders load side by side). Prints, per case, round and library, the least time of --reps calls
 and that time per element. Small cases with --threads 1 and many --reps time the kernels in
 cache, apart from the memory.
@@ -26,6 +26,7 @@ import time
 from softmax_ctypes import Options, load
 
 P, SEED = 0.1, 0x5EED
+IN_PLACE = ("bwdi", "lbwdi")  # backward cases with dx = dy
 
 
 class Floats:
@@ -64,7 +65,7 @@ def call_of(lib, op, rows, cols, a, b, out, threads):
         return lambda: lib.softmax_dropout(pa, po, None, rows, cols, 0, P, SEED, offset, ctypes.byref(o))
     if op in ("bwd", "lbwd"):
         return lambda: lib.softmax_rows_backward(pa, pb, po, rows, cols, 0, ctypes.byref(o))
-    if op in ("bwdi", "lbwdi"):  # in place: out holds dy (a copy of b) and receives dx
+    if op in IN_PLACE:  # in place: out holds dy (a copy of b) and receives dx
         return lambda: lib.softmax_rows_backward(pa, po, po, rows, cols, 0, ctypes.byref(o))
     if op.startswith("dbwd"):
         return lambda: lib.softmax_dropout_backward(pa, pb, po, rows, cols, 0, P, SEED, offset, ctypes.byref(o))
@@ -90,14 +91,14 @@ def main():
         a, b = Floats(n, shift), Floats(n, shift)
         a.fill_uniform(rng, -8, 8)
         b.fill_uniform(rng, -8, 8)
-        if op in ("bwd", "lbwd", "bwdi", "lbwdi"):  # the backward takes the forward's output
+        if op in ("bwd", "lbwd") + IN_PLACE:  # the backward takes the forward's output
             libs[0].softmax_rows(a.ptr, a.ptr, rows, cols, 0,
                                  ctypes.byref(Options(ctypes.sizeof(Options), 1, 1 if op.startswith("l") else 0, None,
                                                       args.threads, 0)))
         outs = [Floats(n, shift) for _ in libs]
         calls = [call_of(lib, op, rows, cols, a, b, out, args.threads) for lib, out in zip(libs, outs)]
         for i, (call, lib, out) in enumerate(zip(calls, libs, outs)):
-            if op in ("bwdi", "lbwdi"):
+            if op in IN_PLACE:
                 ctypes.memmove(out.ptr, b.ptr, 4 * n)
             else:
                 out.fill_nan()
